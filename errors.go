@@ -6,7 +6,7 @@ import "errors"
 // stay reachable through errors.As.
 var (
 	// ErrInvalid is matched by every error returned for an argument that
-	// breaks the input rules (see Limits). Nothing is written when it is
+	// breaks the input rules (see MaxIDLen). Nothing is written when it is
 	// returned. The concrete error is an *InputError.
 	ErrInvalid = errors.New("retail: invalid input")
 
@@ -22,7 +22,7 @@ var (
 // InputError describes an argument that breaks the input rules. It matches
 // ErrInvalid with errors.Is.
 type InputError struct {
-	Op     string // the Store method, e.g. "UpdateToken"
+	Op     string // the operation, e.g. "UpdateToken" or "PageCache"
 	Arg    string // the argument, e.g. "item"
 	Reason string // what is wrong, e.g. "longer than 256 bytes"
 }

@@ -11,7 +11,7 @@ import (
 // Every method takes a context first. A context that is already canceled makes
 // the call return the context's error before anything is written. Invalid
 // arguments make the call return an error matching [ErrInvalid] before
-// anything is written; see [Limits] for the rules. After [Store.Close], every
+// anything is written; the rules are listed at [MaxIDLen]. After [Store.Close], every
 // method returns an error matching [ErrClosed].
 //
 // A miss is not an error: methods that look something up report it with a
@@ -68,9 +68,10 @@ type Sessions interface {
 	// CleanSessions runs one cleaning pass: while more than keep sessions
 	// are live it removes the least recently seen ones, at most max of them,
 	// each with its recently viewed items and its cart, and returns how many
-	// it removed. A session updated after the pass began is never removed
-	// by that pass, and a removed session leaves nothing behind.
-	// keep and max must not be negative.
+	// it removed. View counts are kept. A session updated (by UpdateToken)
+	// after the pass began is never removed by that pass, even within the
+	// same millisecond, and a removed session leaves nothing behind. keep
+	// and max must not be negative.
 	CleanSessions(ctx context.Context, keep, max int) (removed int, err error)
 }
 
@@ -96,7 +97,8 @@ type Pages interface {
 	Page(ctx context.Context, key string) (body []byte, ok bool, err error)
 
 	// SetPage caches body under key for ttl, measured by the Store's clock,
-	// replacing any page cached under key.
+	// replacing any page cached under key. A page set at t with ttl d is
+	// served while the clock reads before t+d and misses from t+d on.
 	SetPage(ctx context.Context, key string, body []byte, ttl time.Duration) error
 }
 
@@ -104,8 +106,9 @@ type Pages interface {
 // that refreshes them is [RowCacher].
 type Rows interface {
 	// ScheduleRowCache schedules row for caching every delay, starting at
-	// once: the row is due now. A delay of zero or less unschedules the row;
-	// its cached copy is deleted by the next ClaimDueRows that sees it due.
+	// once: whatever the delay, the row is due now. A delay of zero or less
+	// unschedules the row: the next ClaimDueRows removes it from the
+	// schedule and deletes its cached copy.
 	ScheduleRowCache(ctx context.Context, row string, delay time.Duration) error
 
 	// ClaimDueRows atomically claims at most limit rows whose refresh is due

@@ -7,7 +7,8 @@ import (
 	"unicode/utf8"
 )
 
-// The input rules every Store applies, in one table. An argument outside
+// The input rules every Store applies, in one table (documented here, at
+// MaxIDLen, because Go has no other place for it). An argument outside
 // them is rejected with an *InputError (matching ErrInvalid) before anything
 // is written.
 //

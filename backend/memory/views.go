@@ -1,0 +1,73 @@
+package memory
+
+import (
+	"context"
+	"strings"
+
+	"github.com/retailkit/retail"
+)
+
+// countView counts one view of item and returns the Store's copy of the
+// item's name.
+func (s *Store) countView(item string) string {
+	s.viewMu.Lock()
+	defer s.viewMu.Unlock()
+	if k := s.views[item]; k != nil {
+		s.ranks.change(*k, k.views+1)
+		k.views++
+		return k.item
+	}
+	k := newRankKey(strings.Clone(item), 1)
+	s.views[k.item] = &k
+	s.ranks.insert(k)
+	return k.item
+}
+
+// ItemRank implements retail.Views.
+func (s *Store) ItemRank(ctx context.Context, item string) (int, bool, error) {
+	if err := s.begin(ctx, retail.ValidateItemRank(item)); err != nil {
+		return 0, false, err
+	}
+	s.viewMu.RLock()
+	defer s.viewMu.RUnlock()
+	k := s.views[item]
+	if k == nil {
+		return 0, false, nil
+	}
+	return s.ranks.rank(*k), true, nil
+}
+
+// TopItems implements retail.Views.
+func (s *Store) TopItems(ctx context.Context, n int) ([]retail.ItemViews, error) {
+	if err := s.begin(ctx, retail.ValidateTopItems(n)); err != nil {
+		return nil, err
+	}
+	s.viewMu.RLock()
+	defer s.viewMu.RUnlock()
+	top := make([]retail.ItemViews, 0, min(n, s.ranks.len()))
+	s.ranks.ascend(func(k *rankKey) bool {
+		if len(top) == n {
+			return false
+		}
+		top = append(top, retail.ItemViews{Item: k.item, Views: k.views})
+		return true
+	})
+	return top, nil
+}
+
+// RescaleViews implements retail.Views.
+func (s *Store) RescaleViews(ctx context.Context, keep int, factor float64) error {
+	if err := s.begin(ctx, retail.ValidateRescaleViews(keep, factor)); err != nil {
+		return err
+	}
+	s.viewMu.Lock()
+	defer s.viewMu.Unlock()
+	s.ranks.truncate(keep, func(k *rankKey) { delete(s.views, k.item) })
+	if factor != 1 {
+		s.ranks.scale(factor)
+		for _, k := range s.views {
+			k.views *= factor
+		}
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package retail_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/retailkit/retail"
+)
+
+// recordingSessions records what each cleaning pass removed, and fails the
+// first failures passes.
+type recordingSessions struct {
+	retail.Sessions
+	failWith error
+
+	mu       sync.Mutex
+	failures int
+	removed  []int // per successful pass
+}
+
+func (s *recordingSessions) CleanSessions(ctx context.Context, keep, max int) (int, error) {
+	s.mu.Lock()
+	if s.failures > 0 {
+		s.failures--
+		s.mu.Unlock()
+		return 0, s.failWith
+	}
+	s.mu.Unlock()
+	n, err := s.Sessions.CleanSessions(ctx, keep, max)
+	if err == nil {
+		s.mu.Lock()
+		s.removed = append(s.removed, n)
+		s.mu.Unlock()
+	}
+	return n, err
+}
+
+func (s *recordingSessions) passes() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int(nil), s.removed...)
+}
+
+// addSessions creates n sessions seen one millisecond apart, oldest first,
+// and returns their tokens in that order.
+func addSessions(t *testing.T, s retail.Sessions, clock *retail.ManualClock, n int) []string {
+	t.Helper()
+	tokens := make([]string, n)
+	for i := range tokens {
+		tokens[i] = fmt.Sprintf("token%02d", i)
+		if err := s.UpdateToken(context.Background(), tokens[i], "user", ""); err != nil {
+			t.Fatalf("UpdateToken(%q) = %v", tokens[i], err)
+		}
+		clock.Advance(time.Millisecond)
+	}
+	return tokens
+}
+
+func sessionCount(t *testing.T, s retail.Sessions) int {
+	t.Helper()
+	n, err := s.SessionCount(context.Background())
+	if err != nil {
+		t.Fatalf("SessionCount = %v", err)
+	}
+	return n
+}
+
+// liveTokens returns which of tokens still have a session.
+func liveTokens(t *testing.T, s retail.Sessions, tokens []string) []string {
+	t.Helper()
+	var live []string
+	for _, token := range tokens {
+		_, ok, err := s.CheckToken(context.Background(), token)
+		if err != nil {
+			t.Fatalf("CheckToken(%q) = %v", token, err)
+		}
+		if ok {
+			live = append(live, token)
+		}
+	}
+	return live
+}
+
+func TestSessionCleaner_KeepsNewest(t *testing.T) {
+	s, clock := newStore(t)
+	tokens := addSessions(t, s, clock, 10)
+	rec := &recordingSessions{Sessions: s}
+	// An hour's idle: the test finishes only if passes with a backlog
+	// follow each other at once.
+	stop := start(t, retail.NewSessionCleaner(rec, retail.SessionCleanerOptions{Keep: 3, Batch: 2, Idle: time.Hour}))
+	eventually(t, "3 sessions to be left", func() bool { return sessionCount(t, s) == 3 })
+	if err := stop(); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+
+	if diff := cmp.Diff(tokens[7:], liveTokens(t, s, tokens)); diff != "" {
+		t.Errorf("live sessions mismatch (-want +got):\n%s", diff)
+	}
+	passes := rec.passes()
+	if len(passes) < 4 {
+		t.Errorf("passes = %v, want at least 4 to remove 7 sessions 2 at a time", passes)
+	}
+	for i, n := range passes {
+		if n > 2 {
+			t.Errorf("pass %d removed %d sessions, want at most Batch = 2", i+1, n)
+		}
+	}
+}
+
+func TestSessionCleaner_LogsAndRetriesErrors(t *testing.T) {
+	s, clock := newStore(t)
+	addSessions(t, s, clock, 5)
+	rec := &recordingSessions{Sessions: s, failWith: errors.New("store hiccup"), failures: 2}
+	var logs logRecorder
+	stop := start(t, retail.NewSessionCleaner(rec, retail.SessionCleanerOptions{
+		Keep: 2, Idle: time.Millisecond, Logger: logs.Logger(),
+	}))
+	eventually(t, "2 sessions to be left", func() bool { return sessionCount(t, s) == 2 })
+	if err := stop(); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+	if got := logs.String(); strings.Count(got, "store hiccup") != 2 {
+		t.Errorf("log = %q, want the error logged twice", got)
+	}
+}
+
+func TestSessionCleaner_ReturnsNilOnCancel(t *testing.T) {
+	s, _ := newStore(t)
+	rec := &recordingSessions{Sessions: s}
+	stop := start(t, retail.NewSessionCleaner(rec, retail.SessionCleanerOptions{Idle: time.Hour}))
+	eventually(t, "a first pass", func() bool { return len(rec.passes()) > 0 })
+	// The cleaner is now idle for an hour; canceling must end that wait.
+	if err := stop(); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+}
+
+func TestSessionCleaner_ReturnsErrClosed(t *testing.T) {
+	s, _ := newStore(t)
+	s.Close()
+	err := runToEnd(t, retail.NewSessionCleaner(s, retail.SessionCleanerOptions{}))
+	if !errors.Is(err, retail.ErrClosed) {
+		t.Errorf("Run on a closed store = %v, want %v", err, retail.ErrClosed)
+	}
+}
+
+func TestSessionCleaner_RejectsInvalidOptions(t *testing.T) {
+	s, _ := newStore(t)
+	for _, opts := range []retail.SessionCleanerOptions{
+		{Keep: -1},
+		{Batch: -1},
+		{Idle: -time.Second},
+	} {
+		err := runToEnd(t, retail.NewSessionCleaner(s, opts))
+		if !errors.Is(err, retail.ErrInvalid) {
+			t.Errorf("Run with %+v = %v, want %v", opts, err, retail.ErrInvalid)
+		}
+	}
+}
+
+func TestNewSessionCleaner_PanicsOnNilStore(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Errorf("NewSessionCleaner(nil, ...) did not panic")
+		}
+	}()
+	retail.NewSessionCleaner(nil, retail.SessionCleanerOptions{})
+}

@@ -1,0 +1,249 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/retailkit/retail"
+)
+
+// Population sizes for Benchmark, overridable from the environment. The
+// defaults suit an in-memory store; a networked one may want fewer.
+const (
+	sessionsEnv     = "RETAIL_BENCH_SESSIONS"
+	itemsEnv        = "RETAIL_BENCH_ITEMS"
+	defaultSessions = 1_000_000
+	defaultItems    = 100_000
+	benchPages      = 1_000
+	benchPageSize   = 8 << 10
+	cleanBatch      = 1_000
+)
+
+// zipfS skews item popularity: a few items get most views, as in a shop.
+const zipfS = 1.1
+
+// Benchmark measures the operations a web shop makes on every request, on
+// stores created by newStore with the system clock and preloaded (outside
+// the timer) with RETAIL_BENCH_SESSIONS sessions (default 1,000,000) that
+// viewed RETAIL_BENCH_ITEMS items (default 100,000) with skewed popularity.
+// Each sub-benchmark reports allocations and ops/s; CleanSessions also
+// reports sessions/s.
+func Benchmark(b *testing.B, newStore Factory) {
+	p := population{sessions: envInt(b, sessionsEnv, defaultSessions), items: envInt(b, itemsEnv, defaultItems)}
+	p.tokens = make([]string, p.sessions)
+	p.users = make([]string, p.sessions)
+	for i := range p.tokens {
+		p.tokens[i] = fmt.Sprintf("bench-token-%08d", i)
+		p.users[i] = fmt.Sprintf("user-%08d", i)
+	}
+	p.itemNames = make([]string, p.items)
+	for i := range p.itemNames {
+		p.itemNames[i] = fmt.Sprintf("item-%06d", i)
+	}
+	var seed atomic.Uint64
+
+	// A sub-benchmark with sub-benchmarks runs once, so the preloaded store
+	// is shared by its serial and parallel measurements.
+	b.Run("UpdateToken", func(b *testing.B) {
+		s := p.store(b, newStore)
+		b.Run("serial", func(b *testing.B) {
+			z := p.zipf(seed.Add(1))
+			measure(b, func(ctx context.Context, i int) error {
+				return s.UpdateToken(ctx, p.tokens[i%p.sessions], p.users[i%p.sessions], p.itemNames[z.Uint64()])
+			})
+		})
+		b.Run("parallel", func(b *testing.B) {
+			measureParallel(b, &p, &seed, func(ctx context.Context, r *rand.Rand, z *rand.Zipf) error {
+				i := r.IntN(p.sessions)
+				return s.UpdateToken(ctx, p.tokens[i], p.users[i], p.itemNames[z.Uint64()])
+			})
+		})
+	})
+	b.Run("CheckToken", func(b *testing.B) {
+		s := p.store(b, newStore)
+		check := func(ctx context.Context, i int) error {
+			if _, ok, err := s.CheckToken(ctx, p.tokens[i]); err != nil || !ok {
+				return fmt.Errorf("CheckToken(%q) = %v, %v, want a hit", p.tokens[i], ok, err)
+			}
+			return nil
+		}
+		b.Run("serial", func(b *testing.B) {
+			measure(b, func(ctx context.Context, i int) error { return check(ctx, i%p.sessions) })
+		})
+		b.Run("parallel", func(b *testing.B) {
+			measureParallel(b, &p, &seed, func(ctx context.Context, r *rand.Rand, _ *rand.Zipf) error {
+				return check(ctx, r.IntN(p.sessions))
+			})
+		})
+	})
+	b.Run("AddToCart", func(b *testing.B) {
+		s := p.store(b, newStore)
+		z := p.zipf(seed.Add(1))
+		measure(b, func(ctx context.Context, i int) error {
+			return s.AddToCart(ctx, p.tokens[i%p.sessions], p.itemNames[z.Uint64()], 1+i%5)
+		})
+	})
+	b.Run("ItemRank", func(b *testing.B) {
+		s := p.store(b, newStore)
+		z := p.zipf(seed.Add(1))
+		measure(b, func(ctx context.Context, _ int) error {
+			_, _, err := s.ItemRank(ctx, p.itemNames[z.Uint64()])
+			return err
+		})
+	})
+	b.Run("TopItems10", func(b *testing.B) {
+		s := p.store(b, newStore)
+		measure(b, func(ctx context.Context, _ int) error {
+			_, err := s.TopItems(ctx, 10)
+			return err
+		})
+	})
+	b.Run("PageHit", func(b *testing.B) {
+		s := newStore(b, retail.SystemClock{})
+		b.Cleanup(func() { s.Close() })
+		body := make([]byte, benchPageSize)
+		keys := make([]string, benchPages)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("GET shop.example/item?item=%d", i)
+			if err := s.SetPage(context.Background(), keys[i], body, time.Hour); err != nil {
+				b.Fatalf("SetPage(%q, %d bytes, 1h) = %v, want nil", keys[i], len(body), err)
+			}
+		}
+		measure(b, func(ctx context.Context, i int) error {
+			if _, ok, err := s.Page(ctx, keys[i%len(keys)]); err != nil || !ok {
+				return fmt.Errorf("Page(%q) = %v, %v, want a hit", keys[i%len(keys)], ok, err)
+			}
+			return nil
+		})
+	})
+	b.Run("CleanSessions", func(b *testing.B) {
+		s := p.store(b, newStore)
+		ctx := context.Background()
+		live, removed := p.sessions, 0
+		b.ReportAllocs()
+		for b.Loop() {
+			if live == 0 {
+				b.StopTimer()
+				p.preload(b, s)
+				live = p.sessions
+				b.StartTimer()
+			}
+			n, err := s.CleanSessions(ctx, 0, cleanBatch)
+			if err != nil {
+				b.Fatalf("CleanSessions(0, %d) = %v, want nil error", cleanBatch, err)
+			}
+			if want := min(live, cleanBatch); n != want {
+				b.Fatalf("CleanSessions(0, %d) = %d, want %d", cleanBatch, n, want)
+			}
+			live -= n
+			removed += n
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+		b.ReportMetric(float64(removed)/b.Elapsed().Seconds(), "sessions/s")
+	})
+}
+
+// population is the preloaded state: session i is tokens[i] logged in as
+// users[i], and viewed one item drawn from a Zipf distribution.
+type population struct {
+	sessions, items int
+	tokens, users   []string
+	itemNames       []string
+}
+
+func envInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
+func (p *population) zipf(seed uint64) *rand.Zipf {
+	return rand.NewZipf(rand.New(rand.NewPCG(seed, 0x5eed)), zipfS, 1, uint64(p.items-1))
+}
+
+// store returns a new store with the system clock, preloaded.
+func (p *population) store(b *testing.B, newStore Factory) retail.Store {
+	s := newStore(b, retail.SystemClock{})
+	b.Cleanup(func() { s.Close() })
+	p.preload(b, s)
+	return s
+}
+
+// preload creates every session of the population, from a few goroutines
+// so that a store that serves them concurrently loads faster.
+func (p *population) preload(b *testing.B, s retail.Store) {
+	workers := max(4, runtime.GOMAXPROCS(0))
+	var (
+		wg       sync.WaitGroup
+		failOnce sync.Once
+		failure  error
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for w := range workers {
+		wg.Go(func() {
+			z := p.zipf(uint64(w))
+			for i := w; i < p.sessions && ctx.Err() == nil; i += workers {
+				if err := s.UpdateToken(ctx, p.tokens[i], p.users[i], p.itemNames[z.Uint64()]); err != nil {
+					failOnce.Do(func() {
+						failure = fmt.Errorf("preload: UpdateToken(%q) = %w", p.tokens[i], err)
+						cancel()
+					})
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if failure != nil {
+		b.Fatal(failure)
+	}
+}
+
+// measure times op(ctx, i) for i = 0, 1, ... and reports ops/s.
+func measure(b *testing.B, op func(ctx context.Context, i int) error) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if err := op(ctx, i); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+}
+
+// measureParallel times op from GOMAXPROCS goroutines, each with its own
+// random source and Zipf item picker, and reports ops/s.
+func measureParallel(b *testing.B, p *population, seed *atomic.Uint64, op func(ctx context.Context, r *rand.Rand, z *rand.Zipf) error) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		n := seed.Add(1)
+		r := rand.New(rand.NewPCG(n, 0xbe7c4))
+		z := p.zipf(n)
+		for pb.Next() {
+			if err := op(ctx, r, z); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+}

@@ -1,0 +1,173 @@
+package conformance
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/retailkit/retail"
+)
+
+var cleaningTests = []behaviour{
+	{name: "Clean_RemovesLeastRecentlySeen", test: testCleanOldestFirst},
+	{name: "Clean_RefreshedSessionIsYoung", test: testCleanRefreshMakesYoung},
+	{name: "Clean_NeverMoreThanMax", test: testCleanNeverMoreThanMax},
+	{name: "Clean_KeepsNewestKeep", test: testCleanKeepsNewest},
+	{name: "Clean_AtOrBelowKeepRemovesNothing", test: testCleanAtOrBelowKeep},
+	{name: "Clean_EmptyStoreRemovesNothing", test: testCleanEmptyStore},
+	{name: "Clean_MaxZeroRemovesNothing", test: testCleanMaxZero},
+	{name: "Clean_RepeatedPassesDrainOldestFirst", test: testCleanRepeatedPasses},
+	{name: "Clean_RemovedSessionLeavesNothing", test: testCleanLeavesNothing},
+	{name: "Clean_KeepsViewCounts", test: testCleanKeepsViews},
+	{name: "Clean_NewSessionAfterCleaningStartsEmpty", test: testCleanThenNewSession},
+	{name: "Clean_SessionRefreshedDuringPassSurvives", test: testCleanRefreshDuringPass},
+	{name: "Clean_SessionRefreshedAsPassStartsSurvives", test: testCleanRefreshAsPassStarts},
+}
+
+// agedSessions creates one session a token, a second apart, oldest first,
+// each with a cart line and a viewed item, and moves the clock a second past
+// the newest.
+func agedSessions(h *harness, tokens []string) {
+	h.t.Helper()
+	for _, token := range tokens {
+		h.update(token, "user-"+token, "item-"+token)
+		h.addToCart(token, "item-"+token, 1)
+		h.clock.Advance(time.Second)
+	}
+}
+
+// wantAlive asserts that exactly the sessions in alive are live among tokens.
+func wantAlive(h *harness, tokens []string, alive ...string) {
+	h.t.Helper()
+	live := make(map[string]bool, len(alive))
+	for _, token := range alive {
+		live[token] = true
+	}
+	for _, token := range tokens {
+		if live[token] {
+			h.wantUser(token, "user-"+token)
+			h.wantRecent(token, "item-"+token)
+			h.wantCart(token, map[string]int{"item-" + token: 1})
+		} else {
+			h.wantNoSession(token)
+		}
+	}
+	h.wantCount(len(alive))
+}
+
+func testCleanOldestFirst(h *harness) {
+	tokens := seq("tok", 5)
+	agedSessions(h, tokens)
+	h.wantClean(2, 100, 3)
+	wantAlive(h, tokens, tokens[3:]...)
+}
+
+func testCleanRefreshMakesYoung(h *harness) {
+	tokens := seq("tok", 4)
+	agedSessions(h, tokens)
+	// The oldest session is seen again: it is now the youngest.
+	h.update(tokens[0], "user-"+tokens[0], "")
+	h.clock.Advance(time.Second)
+	h.wantClean(2, 100, 2)
+	wantAlive(h, tokens, tokens[0], tokens[3])
+}
+
+func testCleanNeverMoreThanMax(h *harness) {
+	tokens := seq("tok", 10)
+	agedSessions(h, tokens)
+	h.wantClean(0, 3, 3)
+	wantAlive(h, tokens, tokens[3:]...)
+	h.wantClean(2, 1, 1)
+	wantAlive(h, tokens, tokens[4:]...)
+}
+
+func testCleanKeepsNewest(h *harness) {
+	tokens := seq("tok", 10)
+	agedSessions(h, tokens)
+	h.wantClean(4, 100, 6)
+	wantAlive(h, tokens, tokens[6:]...)
+}
+
+func testCleanAtOrBelowKeep(h *harness) {
+	tokens := seq("tok", 5)
+	agedSessions(h, tokens)
+	h.wantClean(5, 100, 0)
+	h.wantClean(6, 100, 0)
+	h.wantClean(1_000_000, 1_000_000, 0)
+	wantAlive(h, tokens, tokens...)
+}
+
+func testCleanEmptyStore(h *harness) {
+	h.wantClean(0, 100, 0)
+	h.wantCount(0)
+}
+
+func testCleanMaxZero(h *harness) {
+	tokens := seq("tok", 3)
+	agedSessions(h, tokens)
+	h.wantClean(0, 0, 0)
+	wantAlive(h, tokens, tokens...)
+}
+
+func testCleanRepeatedPasses(h *harness) {
+	tokens := seq("tok", 250)
+	agedSessions(h, tokens)
+	h.wantClean(0, 100, 100)
+	wantAlive(h, tokens, tokens[100:]...)
+	h.wantClean(0, 100, 100)
+	wantAlive(h, tokens, tokens[200:]...)
+	h.wantClean(0, 100, 50)
+	h.wantClean(0, 100, 0)
+	wantAlive(h, tokens)
+}
+
+func testCleanLeavesNothing(h *harness) {
+	tokens := seq("tok", 6)
+	for i, token := range tokens {
+		for j := 0; j <= i; j++ {
+			h.update(token, "user-"+token, fmt.Sprintf("item-%d", j))
+		}
+		h.addToCart(token, "item-0", i+1)
+		h.addToCart(token, "item-x", 1)
+		h.clock.Advance(time.Second)
+	}
+	h.wantClean(3, 100, 3)
+	for _, token := range tokens[:3] {
+		h.wantNoSession(token)
+		// No cart can outlive its session.
+		if err := h.s.AddToCart(h.ctx, token, "item-0", 1); !errors.Is(err, retail.ErrNoSession) {
+			h.t.Errorf("AddToCart(%q, \"item-0\", 1) after cleaning = %v, want ErrNoSession", token, err)
+		}
+		h.wantCart(token, nil)
+	}
+	for _, token := range tokens[3:] {
+		h.wantUser(token, "user-"+token)
+	}
+	// The index and the sessions agree: no orphan either way.
+	found := 0
+	for _, token := range tokens {
+		if _, ok := h.checkToken(token); ok {
+			found++
+		}
+	}
+	h.wantCount(found)
+}
+
+func testCleanKeepsViews(h *harness) {
+	h.update("tok-1", "alice", "item-a")
+	h.update("tok-1", "alice", "item-b")
+	h.update("tok-2", "bob", "item-a")
+	h.wantClean(0, 100, 2)
+	h.wantTop(10, views("item-a", 2), views("item-b", 1))
+}
+
+func testCleanThenNewSession(h *harness) {
+	h.update("tok-1", "alice", "item-a")
+	h.addToCart("tok-1", "item-a", 5)
+	h.wantClean(0, 100, 1)
+	h.update("tok-1", "bob", "item-b")
+	h.wantUser("tok-1", "bob")
+	h.wantRecent("tok-1", "item-b")
+	h.wantCart("tok-1", nil)
+	h.wantCount(1)
+}

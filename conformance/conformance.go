@@ -1,0 +1,143 @@
+// Package conformance is the executable form of the [retail.Store] contract.
+// Every backend must pass [Run] unchanged; [Benchmark] measures it on a
+// realistic population.
+//
+// A backend's test file is a few lines:
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.Run(t, func(tb testing.TB, clock retail.Clock) retail.Store {
+//			return memory.New(memory.Options{Clock: clock})
+//		})
+//	}
+//
+//	func BenchmarkStore(b *testing.B) {
+//		conformance.Benchmark(b, func(tb testing.TB, clock retail.Clock) retail.Store {
+//			return memory.New(memory.Options{Clock: clock})
+//		})
+//	}
+//
+// Run is a flat list of subtests, one a behaviour, each with a fresh store
+// and a fresh [retail.ManualClock], so a failure names the behaviour that
+// broke and time moves only when a subtest moves it. Tables (invalid input,
+// canceled contexts, a closed store) run one nested subtest a case, each with
+// its own store.
+//
+// Run the suite under the race detector (go test -race). Several behaviours
+// are concurrent, and a data race in a backend breaks the contract in ways
+// no assertion can see reliably; only the race detector reports them.
+//
+// Each subtest has a watchdog: if it does not finish in time (60 s, or the
+// duration in the RETAIL_CONFORMANCE_TIMEOUT environment variable) the test
+// binary panics with the name of the subtest, so a backend that hangs fails
+// instead of stalling the run.
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"testing"
+	"time"
+
+	"github.com/retailkit/retail"
+)
+
+// Factory returns a new, empty Store that reads time from clock. The suite
+// calls it once per subtest and closes the store when the subtest ends (Close
+// is idempotent, so the factory may also register its own cleanup).
+type Factory func(tb testing.TB, clock retail.Clock) retail.Store
+
+// start is where every subtest's clock starts: a fixed instant at the
+// millisecond resolution Stores read time at.
+var start = time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
+
+const (
+	defaultTimeout = 60 * time.Second
+	timeoutEnv     = "RETAIL_CONFORMANCE_TIMEOUT"
+)
+
+// behaviour is one subtest of Run: either a single behaviour with its own
+// store (test) or a table of them, each case with its own store (cases).
+type behaviour struct {
+	name  string
+	test  func(h *harness)
+	cases func() []behaviour
+}
+
+// Run runs the conformance suite against the stores newStore returns.
+func Run(t *testing.T, newStore Factory) {
+	timeout := defaultTimeout
+	if v := os.Getenv(timeoutEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("%s=%q: want a positive duration such as 2m", timeoutEnv, v)
+		}
+		timeout = d
+	}
+	su := &suite{newStore: newStore, timeout: timeout}
+	groups := [][]behaviour{
+		bookTests, sessionTests, cleaningTests, cartTests, pageTests,
+		rowTests, viewTests, errorTests, concurrencyTests,
+	}
+	for _, group := range groups {
+		for _, b := range group {
+			su.run(t, b)
+		}
+	}
+}
+
+type suite struct {
+	newStore Factory
+	timeout  time.Duration
+}
+
+func (su *suite) run(t *testing.T, b behaviour) {
+	t.Run(b.name, func(t *testing.T) {
+		if b.cases != nil {
+			for _, c := range b.cases() {
+				su.run(t, c)
+			}
+			return
+		}
+		b.test(su.harness(t))
+	})
+}
+
+// harness is what a behaviour sees: its store, its clock, a context for every
+// call, and helpers that fail the test on unexpected errors. The helpers must
+// only be called from the subtest's goroutine; goroutines started by a
+// behaviour call the store directly and report with t.Errorf.
+type harness struct {
+	t     *testing.T
+	ctx   context.Context
+	s     retail.Store
+	clock *retail.ManualClock
+}
+
+func (su *suite) harness(t *testing.T) *harness {
+	watchdog(t, su.timeout)
+	clock := retail.NewManualClock(start)
+	s := su.newStore(t, clock)
+	if s == nil {
+		t.Fatal("Factory returned a nil Store")
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close() = %v, want nil", err)
+		}
+	})
+	return &harness{t: t, ctx: t.Context(), s: s, clock: clock}
+}
+
+// watchdog panics if t has not finished within timeout. It is registered
+// before the store, so it also covers the store's Close.
+func watchdog(t *testing.T, timeout time.Duration) {
+	name := t.Name()
+	timer := time.AfterFunc(timeout, func() {
+		// Every goroutine's stack, to show where the backend is stuck.
+		debug.SetTraceback("all")
+		panic(fmt.Sprintf("conformance: %s did not finish within %v: the backend hung", name, timeout))
+	})
+	t.Cleanup(func() { timer.Stop() })
+}

@@ -1,0 +1,348 @@
+package conformance
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/retailkit/retail"
+)
+
+var rowTests = []behaviour{
+	{name: "Rows_UnknownRowMisses", test: testRowUnknown},
+	{name: "Rows_SetThenGet", test: testRowSetGet},
+	{name: "Rows_SetReplaces", test: testRowReplace},
+	{name: "Rows_EmptyDataIsAHit", test: testRowEmpty},
+	{name: "Rows_LimitsAccepted", test: testRowLimits},
+	{name: "Rows_ReturnedBytesAreCallers", test: testRowReturnedIsCallers},
+	{name: "Rows_SetRowCopiesData", test: testRowSetCopies},
+	{name: "Rows_NothingDueClaimsNothing", test: testRowNothingDue},
+	{name: "Rows_ScheduledRowIsDueAtOnce", test: testRowDueAtOnce},
+	{name: "Rows_ScheduleTwiceClaimsOnce", test: testRowScheduleTwice},
+	{name: "Rows_ClaimRespectsLimit", test: testRowClaimLimit},
+	{name: "Rows_MostOverdueClaimedFirst", test: testRowMostOverdueFirst},
+	{name: "Rows_OnlyDueRowsClaimed", test: testRowOnlyDue},
+	{name: "Rows_ClaimedAgainEveryDelay", test: testRowEveryDelay},
+	{name: "Rows_RescheduleMakesRowDueNow", test: testRowReschedule},
+	{name: "Rows_ScheduleDoesNotWriteCopy", test: testRowScheduleNoCopy},
+	{name: "Rows_SetRowDoesNotSchedule", test: testRowSetNoSchedule},
+	{name: "Rows_ClaimKeepsCachedCopy", test: testRowClaimKeepsCopy},
+	{name: "Rows_UnscheduleWithZeroDelay", test: func(h *harness) { testRowUnschedule(h, 0) }},
+	{name: "Rows_UnscheduleWithNegativeDelay", test: func(h *harness) { testRowUnschedule(h, -1) }},
+	{name: "Rows_UnscheduleBeforeFirstClaim", test: testRowUnscheduleUnclaimed},
+	{name: "Rows_UnscheduleNeverScheduledRowDeletesCopy", test: testRowUnscheduleNeverScheduled},
+	{name: "Rows_UnscheduleLeavesOtherRows", test: testRowUnscheduleOthers},
+	{name: "Rows_ScheduleAgainAfterUnschedule", test: testRowScheduleAgain},
+	{name: "Rows_ConcurrentClaimersNeverShareARow", test: testRowConcurrentClaimers},
+}
+
+// testBookRowCaching is the book's row-caching scenario.
+func testBookRowCaching(h *harness) {
+	const row = "row-1"
+	const v1, v2 = `{"id":1,"data":"first"}`, `{"id":1,"data":"second"}`
+	h.schedule(row, 5*time.Second)
+	h.wantClaim(10, row)
+	h.setRow(row, []byte(v1))
+	h.wantRow(row, v1)
+
+	h.clock.Advance(5*time.Second - time.Millisecond)
+	h.wantClaim(10)
+	h.clock.Advance(time.Millisecond)
+	h.wantClaim(10, row)
+	h.setRow(row, []byte(v2))
+	h.wantRow(row, v2)
+
+	h.schedule(row, -1)
+	h.clock.Advance(5 * time.Second)
+	h.wantClaim(10)
+	h.wantNoRow(row)
+}
+
+func testRowUnknown(h *harness) {
+	data, ok, err := h.s.Row(h.ctx, "row-1")
+	if ok || err != nil {
+		h.t.Errorf(`Row("row-1") = %q, %v, %v, want a miss: false, nil`, data, ok, err)
+	}
+}
+
+func testRowSetGet(h *harness) {
+	h.setRow("row-1", []byte(`{"id":1}`))
+	h.setRow("row-2", []byte(`{"id":2}`))
+	h.wantRow("row-1", `{"id":1}`)
+	h.wantRow("row-2", `{"id":2}`)
+	h.wantNoRow("row-3")
+}
+
+func testRowReplace(h *harness) {
+	h.setRow("row-1", []byte(`{"v":"first"}`))
+	h.setRow("row-1", []byte(`{"v":2}`))
+	h.wantRow("row-1", `{"v":2}`)
+}
+
+func testRowEmpty(h *harness) {
+	h.setRow("row-1", nil)
+	if data, ok := h.row("row-1"); !ok || len(data) != 0 {
+		h.t.Errorf(`Row("row-1") = %q, %v, want empty, true`, data, ok)
+	}
+}
+
+func testRowLimits(h *harness) {
+	id := strings.Repeat("r", retail.MaxIDLen)
+	data := bytes.Repeat([]byte("[0123456789abcd]"), retail.MaxRowSize/16)
+	h.setRow(id, data)
+	if got, ok := h.row(id); !ok || !bytes.Equal(got, data) {
+		h.t.Errorf("Row(%d-byte id) = %d bytes, %v, want %d bytes, true", len(id), len(got), ok, len(data))
+	}
+
+	h.schedule("min", retail.MinDuration)
+	h.schedule(id, retail.MaxRowDelay)
+	h.wantClaim(10, "min", id)
+	h.clock.Advance(retail.MinDuration)
+	h.wantClaim(10, "min")
+	h.clock.Advance(retail.MaxRowDelay - 2*retail.MinDuration)
+	h.wantClaim(10, "min")
+	h.clock.Advance(retail.MinDuration)
+	h.wantClaim(10, "min", id)
+}
+
+func testRowReturnedIsCallers(h *harness) {
+	h.setRow("row-1", []byte(`{"id":1}`))
+	got, _ := h.row("row-1")
+	if len(got) == 0 {
+		h.t.Fatalf(`Row("row-1") = %q, want {"id":1}`, got)
+	}
+	copy(got, "XXXXXXXX")
+	h.wantRow("row-1", `{"id":1}`)
+}
+
+func testRowSetCopies(h *harness) {
+	data := []byte(`{"id":1}`)
+	h.setRow("row-1", data)
+	copy(data, "XXXXXXXX")
+	h.wantRow("row-1", `{"id":1}`)
+}
+
+func testRowNothingDue(h *harness) {
+	rows, err := h.s.ClaimDueRows(h.ctx, retail.MaxClaimRows)
+	if len(rows) != 0 || err != nil {
+		h.t.Errorf("ClaimDueRows(%d) = %q, %v, want empty, nil", retail.MaxClaimRows, rows, err)
+	}
+}
+
+func testRowDueAtOnce(h *harness) {
+	h.schedule("row-1", time.Minute)
+	h.wantClaim(1, "row-1")
+	h.wantClaim(10)
+}
+
+func testRowScheduleTwice(h *harness) {
+	h.schedule("row-1", time.Minute)
+	h.schedule("row-1", time.Minute)
+	h.wantClaim(10, "row-1")
+	h.wantClaim(10)
+}
+
+func testRowClaimLimit(h *harness) {
+	rows := seq("row", 5)
+	for _, row := range rows {
+		h.schedule(row, time.Hour)
+		h.clock.Advance(time.Millisecond)
+	}
+	var all []string
+	for _, want := range []int{2, 2, 1, 0} {
+		got := h.claim(2)
+		if len(got) != want {
+			h.t.Errorf("ClaimDueRows(2) = %q, want %d rows", got, want)
+		}
+		all = append(all, got...)
+	}
+	slices.Sort(all)
+	if diff := cmp.Diff(rows, all, equateEmpty); diff != "" {
+		h.t.Errorf("rows claimed by ClaimDueRows(2) until empty mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func testRowMostOverdueFirst(h *harness) {
+	// Names in reverse order, so that name order cannot pass for age order.
+	for _, row := range []string{"row-c", "row-b", "row-a"} {
+		h.schedule(row, time.Hour)
+		h.clock.Advance(time.Second)
+	}
+	h.wantClaim(1, "row-c")
+	h.wantClaim(1, "row-b")
+	h.wantClaim(1, "row-a")
+}
+
+func testRowOnlyDue(h *harness) {
+	h.schedule("row-a", 10*time.Second)
+	h.wantClaim(10, "row-a")
+	h.clock.Advance(5 * time.Second)
+	h.schedule("row-b", 10*time.Second)
+	h.wantClaim(10, "row-b")
+	h.clock.Advance(5 * time.Second)
+	h.wantClaim(10, "row-a")
+	h.clock.Advance(5 * time.Second)
+	h.wantClaim(10, "row-b")
+}
+
+func testRowEveryDelay(h *harness) {
+	h.schedule("row-1", 5*time.Second)
+	h.wantClaim(10, "row-1")
+	for period := 1; period <= 3; period++ {
+		h.clock.Advance(5*time.Second - time.Millisecond)
+		h.wantClaim(10)
+		h.clock.Advance(time.Millisecond)
+		h.wantClaim(10, "row-1")
+	}
+	// A claim late by 2 s reschedules from the claim, not from when the
+	// row was due.
+	h.clock.Advance(7 * time.Second)
+	h.wantClaim(10, "row-1")
+	h.clock.Advance(5*time.Second - time.Millisecond)
+	h.wantClaim(10)
+	h.clock.Advance(time.Millisecond)
+	h.wantClaim(10, "row-1")
+}
+
+func testRowReschedule(h *harness) {
+	h.schedule("row-1", time.Hour)
+	h.wantClaim(10, "row-1")
+	h.clock.Advance(time.Second)
+	h.wantClaim(10)
+	h.schedule("row-1", 10*time.Second)
+	h.wantClaim(10, "row-1")
+	h.clock.Advance(10*time.Second - time.Millisecond)
+	h.wantClaim(10)
+	h.clock.Advance(time.Millisecond)
+	h.wantClaim(10, "row-1")
+}
+
+func testRowScheduleNoCopy(h *harness) {
+	h.schedule("row-1", time.Minute)
+	h.wantNoRow("row-1")
+	h.wantClaim(10, "row-1")
+	h.wantNoRow("row-1")
+
+	// Scheduling a cached row keeps its copy.
+	h.setRow("row-2", []byte(`{"id":2}`))
+	h.schedule("row-2", time.Minute)
+	h.wantRow("row-2", `{"id":2}`)
+}
+
+func testRowSetNoSchedule(h *harness) {
+	h.setRow("row-1", []byte(`{"id":1}`))
+	h.wantClaim(10)
+	h.clock.Advance(retail.MaxRowDelay)
+	h.wantClaim(10)
+	h.wantRow("row-1", `{"id":1}`)
+}
+
+func testRowClaimKeepsCopy(h *harness) {
+	h.schedule("row-1", time.Minute)
+	h.wantClaim(10, "row-1")
+	h.setRow("row-1", []byte(`{"v":1}`))
+	h.clock.Advance(time.Minute)
+	h.wantClaim(10, "row-1")
+	h.wantRow("row-1", `{"v":1}`)
+}
+
+// testRowUnschedule unschedules a claimed row whose next refresh is far
+// off: whatever the delay, scheduling makes the row due now, so the very
+// next claim deletes its copy.
+func testRowUnschedule(h *harness, delay time.Duration) {
+	h.schedule("row-1", time.Hour)
+	h.wantClaim(10, "row-1")
+	h.setRow("row-1", []byte(`{"id":1}`))
+	h.schedule("row-1", delay)
+	h.wantClaim(10)
+	h.wantNoRow("row-1")
+	for range 3 {
+		h.clock.Advance(time.Hour)
+		h.wantClaim(10)
+	}
+	h.wantNoRow("row-1")
+}
+
+func testRowUnscheduleUnclaimed(h *harness) {
+	h.setRow("row-1", []byte(`{"id":1}`))
+	h.schedule("row-1", 5*time.Second)
+	h.schedule("row-1", 0)
+	h.wantClaim(10)
+	h.wantNoRow("row-1")
+}
+
+func testRowUnscheduleNeverScheduled(h *harness) {
+	h.setRow("row-1", []byte(`{"id":1}`))
+	h.setRow("row-2", []byte(`{"id":2}`))
+	h.schedule("row-1", -1)
+	h.wantClaim(10)
+	h.wantNoRow("row-1")
+	h.wantRow("row-2", `{"id":2}`)
+}
+
+func testRowUnscheduleOthers(h *harness) {
+	h.schedule("row-a", time.Hour)
+	h.schedule("row-b", time.Hour)
+	h.wantClaim(10, "row-a", "row-b")
+	h.setRow("row-a", []byte(`{"id":"a"}`))
+	h.setRow("row-b", []byte(`{"id":"b"}`))
+	h.setRow("row-c", []byte(`{"id":"c"}`))
+	h.schedule("row-a", 0)
+	h.wantClaim(10)
+	h.clock.Advance(time.Hour)
+	h.wantClaim(10, "row-b")
+	h.wantNoRow("row-a")
+	h.wantRow("row-b", `{"id":"b"}`)
+	h.wantRow("row-c", `{"id":"c"}`)
+}
+
+func testRowScheduleAgain(h *harness) {
+	h.schedule("row-1", 5*time.Second)
+	h.wantClaim(10, "row-1")
+	h.schedule("row-1", -time.Second)
+	h.wantClaim(10)
+	h.schedule("row-1", 5*time.Second)
+	h.wantClaim(10, "row-1")
+	h.clock.Advance(5 * time.Second)
+	h.wantClaim(10, "row-1")
+}
+
+// testRowConcurrentClaimers has eight claimers drain many due rows at once:
+// within one period every row is claimed exactly once.
+func testRowConcurrentClaimers(h *harness) {
+	const claimers, limit = 8, 7
+	rows := seq("row", 1000)
+	for _, row := range rows {
+		h.schedule(row, time.Hour)
+	}
+	claimed := make([][]string, claimers)
+	var wg sync.WaitGroup
+	for i := range claimers {
+		wg.Go(func() {
+			for {
+				got, err := h.s.ClaimDueRows(h.ctx, limit)
+				if err != nil {
+					h.t.Errorf("ClaimDueRows(%d) = %v, want nil error", limit, err)
+					return
+				}
+				if len(got) > limit {
+					h.t.Errorf("ClaimDueRows(%d) returned %d rows", limit, len(got))
+				}
+				if len(got) == 0 {
+					return
+				}
+				claimed[i] = append(claimed[i], got...)
+			}
+		})
+	}
+	wg.Wait()
+	all := slices.Concat(claimed...)
+	slices.Sort(all)
+	if diff := cmp.Diff(rows, all, equateEmpty); diff != "" {
+		h.t.Errorf("rows claimed by %d concurrent claimers mismatch (-want +got: a row twice is a double claim):\n%s", claimers, diff)
+	}
+	h.wantClaim(limit)
+}

@@ -1,0 +1,89 @@
+package conformance
+
+import (
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/retailkit/retail"
+)
+
+// The tests that check "writes nothing" seed a store with a little of
+// everything, make the call, and compare everything a user can read (and
+// the names the calls use) before and after.
+
+var (
+	stateTokens = []string{"tok-a", "tok-b", "tok-new"}
+	statePages  = []string{"page-a", "page-new"}
+	stateRows   = []string{"row-a", "row-new"}
+)
+
+// state is what a user can read from a store without changing it.
+// ClaimDueRows changes what it reads, so it is checked once, after.
+type state struct {
+	Sessions int
+	Tokens   map[string]sessionState
+	Top      []retail.ItemViews
+	Pages    map[string]stored
+	Rows     map[string]stored
+}
+
+type sessionState struct {
+	User     string
+	LoggedIn bool
+	Recent   []string
+	Cart     map[string]int
+}
+
+type stored struct {
+	Data string
+	OK   bool
+}
+
+// seed gives the store two sessions with views and a cart, a cached page,
+// and a cached row that is scheduled and due.
+func seed(h *harness) {
+	h.t.Helper()
+	h.update("tok-a", "alice", "item-1")
+	h.addToCart("tok-a", "item-1", 2)
+	h.update("tok-b", "bob", "item-2")
+	h.update("tok-b", "bob", "item-1")
+	h.setPage("page-a", []byte("<p>a</p>"), time.Minute)
+	h.setRow("row-a", []byte(`{"id":"a"}`))
+	h.schedule("row-a", time.Minute)
+}
+
+func (h *harness) state() state {
+	h.t.Helper()
+	st := state{
+		Sessions: h.sessionCount(),
+		Tokens:   make(map[string]sessionState),
+		Top:      h.top(retail.MaxTopItems),
+		Pages:    make(map[string]stored),
+		Rows:     make(map[string]stored),
+	}
+	for _, token := range stateTokens {
+		user, ok := h.checkToken(token)
+		st.Tokens[token] = sessionState{User: user, LoggedIn: ok, Recent: h.recent(token), Cart: h.cart(token)}
+	}
+	for _, key := range statePages {
+		body, ok := h.page(key)
+		st.Pages[key] = stored{Data: string(body), OK: ok}
+	}
+	for _, row := range stateRows {
+		data, ok := h.row(row)
+		st.Rows[row] = stored{Data: string(data), OK: ok}
+	}
+	return st
+}
+
+// wantUnchanged asserts that the store reads as before, and that the row
+// seed scheduled is still due and unclaimed; call reads like "op(args)".
+func (h *harness) wantUnchanged(before state, call string) {
+	h.t.Helper()
+	if diff := cmp.Diff(before, h.state(), equateEmpty); diff != "" {
+		h.t.Errorf("%s wrote to the store (-before +after):\n%s", call, diff)
+	}
+	if diff := cmp.Diff([]string{"row-a"}, h.claim(retail.MaxClaimRows), equateEmpty); diff != "" {
+		h.t.Errorf("ClaimDueRows(%d) after %s mismatch (-want +got):\n%s", retail.MaxClaimRows, call, diff)
+	}
+}

@@ -1,0 +1,79 @@
+package retail_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/backend/memory"
+)
+
+func Example() {
+	ctx := context.Background()
+	store := memory.New(memory.Options{})
+	defer store.Close()
+
+	// On every request: refresh the session, counting a view of the item.
+	_ = store.UpdateToken(ctx, "3f1c9a", "alice", "itemX")
+	user, ok, _ := store.CheckToken(ctx, "3f1c9a")
+	fmt.Println(user, ok)
+
+	_ = store.AddToCart(ctx, "3f1c9a", "itemX", 2)
+	cart, _ := store.Cart(ctx, "3f1c9a")
+	fmt.Println(cart)
+
+	// Output:
+	// alice true
+	// map[itemX:2]
+}
+
+func ExampleManualClock() {
+	ctx := context.Background()
+	clock := retail.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	store := memory.New(memory.Options{Clock: clock})
+	defer store.Close()
+
+	_ = store.SetPage(ctx, "GET shop.test/?item=itemX", []byte("<h1>itemX</h1>"), time.Minute)
+	clock.Advance(time.Minute) // no sleeping: the page expires now
+	_, ok, _ := store.Page(ctx, "GET shop.test/?item=itemX")
+	fmt.Println("cached:", ok)
+
+	// Output:
+	// cached: false
+}
+
+func ExamplePageCache() {
+	ctx := context.Background()
+	store := memory.New(memory.Options{})
+	defer store.Close()
+	pages := &retail.PageCache{Store: store}
+
+	_ = store.UpdateToken(ctx, "3f1c9a", "alice", "itemX") // itemX is now ranked
+	u, _ := url.Parse("http://shop.test/?item=itemX")
+	render := func(context.Context) ([]byte, error) { return []byte("<h1>itemX</h1>"), nil }
+	for range 2 {
+		body, hit, _ := pages.CacheRequest(ctx, u, render)
+		fmt.Printf("%s hit=%v\n", body, hit)
+	}
+
+	// Output:
+	// <h1>itemX</h1> hit=false
+	// <h1>itemX</h1> hit=true
+}
+
+func ExampleInputError() {
+	store := memory.New(memory.Options{})
+	defer store.Close()
+
+	err := store.UpdateToken(context.Background(), "", "alice", "")
+	var in *retail.InputError
+	fmt.Println(errors.Is(err, retail.ErrInvalid), errors.As(err, &in) && in.Arg == "token")
+	fmt.Println(err)
+
+	// Output:
+	// true true
+	// retail: UpdateToken: invalid token: empty
+}

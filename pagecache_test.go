@@ -1,0 +1,560 @@
+package retail_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/backend/memory"
+)
+
+func mustParse(t *testing.T, raw string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatalf("url.Parse(%q) = %v", raw, err)
+	}
+	return u
+}
+
+// renderer is a render callback that counts its calls.
+type renderer struct {
+	calls atomic.Int64
+	body  string
+	err   error
+}
+
+func (r *renderer) render(context.Context) ([]byte, error) {
+	r.calls.Add(1)
+	if r.err != nil {
+		return nil, r.err
+	}
+	return []byte(r.body), nil
+}
+
+// served is what a CacheRequest call returned, for diffs.
+type served struct {
+	Body string
+	Hit  bool
+}
+
+func view(t *testing.T, s retail.Sessions, item string, times int) {
+	t.Helper()
+	for i := range times {
+		token := fmt.Sprintf("viewer-%s-%d", item, i)
+		if err := s.UpdateToken(context.Background(), token, "user", item); err != nil {
+			t.Fatalf("UpdateToken(%q, %q) = %v", token, item, err)
+		}
+	}
+}
+
+// hasPage reports whether s caches a page for u.
+func hasPage(t *testing.T, s retail.Pages, u *url.URL) bool {
+	t.Helper()
+	key := retail.PageKey(http.MethodGet, u)
+	_, ok, err := s.Page(context.Background(), key)
+	if err != nil {
+		t.Fatalf("Page(%q) = %v", key, err)
+	}
+	return ok
+}
+
+// The book's test_cache_request, through the package-level functions that
+// mirror the book's.
+func TestPageCache_BookScenario(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	if err := s.UpdateToken(ctx, "token", "username", "itemX"); err != nil {
+		t.Fatalf("UpdateToken = %v", err)
+	}
+	raw := "http://test.com/?item=itemX"
+	u := mustParse(t, raw)
+	r := &renderer{body: "content for " + raw}
+
+	for i, want := range []served{{r.body, false}, {r.body, true}} {
+		body, hit, err := retail.CacheRequest(ctx, s, u, r.render)
+		if err != nil {
+			t.Fatalf("call %d: CacheRequest(%q) = %v", i+1, raw, err)
+		}
+		if diff := cmp.Diff(want, served{string(body), hit}); diff != "" {
+			t.Errorf("call %d: CacheRequest(%q) mismatch (-want +got):\n%s", i+1, raw, diff)
+		}
+	}
+	if got := r.calls.Load(); got != 1 {
+		t.Errorf("render calls = %d, want 1", got)
+	}
+
+	for _, raw := range []string{"http://test.com/", "http://test.com/?item=itemX&_=1234536"} {
+		ok, err := retail.CanCache(ctx, s, mustParse(t, raw))
+		if err != nil || ok {
+			t.Errorf("CanCache(%q) = %v, %v, want false, nil", raw, ok, err)
+		}
+	}
+}
+
+func TestPageCache_NeverStoresUncacheablePages(t *testing.T) {
+	s, _ := newStore(t)
+	view(t, s, "itemX", 1)
+	view(t, s, "itemY", 1)
+	c := &retail.PageCache{Store: s}
+	for _, tc := range []struct{ name, url string }{
+		{"NoItem", "http://test.com/"},
+		{"EmptyItem", "http://test.com/?item="},
+		{"Dynamic", "http://test.com/?item=itemX&_=1234536"},
+		{"DynamicWithoutValue", "http://test.com/?_&item=itemX"},
+		{"NeverViewedItem", "http://test.com/?item=itemZ"},
+		{"TwoItems", "http://test.com/?item=itemX&item=itemY"},
+		{"ItemTooLong", "http://test.com/?item=" + strings.Repeat("x", retail.MaxIDLen+1)},
+		{"ItemWithControlCharacter", "http://test.com/?item=item%01"},
+		{"QueryDoesNotParse", "http://test.com/?item=itemX&q=%zz"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			u := mustParse(t, tc.url)
+			if ok, err := c.CanCache(ctx, u); ok || err != nil {
+				t.Errorf("CanCache(%q) = %v, %v, want false, nil", tc.url, ok, err)
+			}
+			r := &renderer{body: "page"}
+			for i := range 2 {
+				body, hit, err := c.CacheRequest(ctx, u, r.render)
+				if err != nil || hit || string(body) != r.body {
+					t.Errorf("call %d: CacheRequest(%q) = %q, %v, %v, want %q, false, nil", i+1, tc.url, body, hit, err, r.body)
+				}
+			}
+			if got := r.calls.Load(); got != 2 {
+				t.Errorf("render calls = %d, want 2", got)
+			}
+			if hasPage(t, s, u) {
+				t.Errorf("Page(PageKey(GET, %q)) found a page, want none", tc.url)
+			}
+		})
+	}
+}
+
+func TestPageCache_RendersPagesWithOverlongKeys(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	view(t, s, "itemX", 1)
+	c := &retail.PageCache{Store: s}
+	raw := "http://test.com/" + strings.Repeat("p", retail.MaxPageKeyLen) + "?item=itemX"
+	u := mustParse(t, raw)
+	if ok, err := c.CanCache(ctx, u); !ok || err != nil {
+		t.Fatalf("CanCache(long URL) = %v, %v, want true, nil", ok, err)
+	}
+	r := &renderer{body: "page"}
+	for i := range 2 {
+		body, hit, err := c.CacheRequest(ctx, u, r.render)
+		if err != nil || hit || string(body) != r.body {
+			t.Errorf("call %d: CacheRequest(long URL) = %q, %v, %v, want %q, false, nil", i+1, body, hit, err, r.body)
+		}
+	}
+	if got := r.calls.Load(); got != 2 {
+		t.Errorf("render calls = %d, want 2", got)
+	}
+}
+
+func TestPageCache_CachesOnlyItemsRankedBelowMaxRank(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	view(t, s, "a", 3) // rank 0
+	view(t, s, "b", 2) // rank 1
+	view(t, s, "c", 1) // rank 2
+	c := &retail.PageCache{Store: s, MaxRank: 2}
+	for item, want := range map[string]bool{"a": true, "b": true, "c": false} {
+		u := mustParse(t, "http://test.com/?item="+item)
+		if ok, err := c.CanCache(ctx, u); ok != want || err != nil {
+			t.Errorf("CanCache(item=%s) = %v, %v, want %v, nil", item, ok, err, want)
+		}
+		r := &renderer{body: "page " + item}
+		for range 2 {
+			if _, _, err := c.CacheRequest(ctx, u, r.render); err != nil {
+				t.Fatalf("CacheRequest(item=%s) = %v", item, err)
+			}
+		}
+		wantCalls := int64(2)
+		if want {
+			wantCalls = 1
+		}
+		if got := r.calls.Load(); got != wantCalls {
+			t.Errorf("item=%s: render calls = %d, want %d", item, got, wantCalls)
+		}
+		if got := hasPage(t, s, u); got != want {
+			t.Errorf("item=%s: page cached = %v, want %v", item, got, want)
+		}
+	}
+}
+
+func TestCanCache_BookRankLimit(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	// One view each: ranks follow the names, item00000 being rank 0.
+	for i := range retail.DefaultMaxCacheRank + 1 {
+		item := fmt.Sprintf("item%05d", i)
+		if err := s.UpdateToken(ctx, "token", "user", item); err != nil {
+			t.Fatalf("UpdateToken(%q) = %v", item, err)
+		}
+	}
+	for item, want := range map[string]bool{"item09999": true, "item10000": false} {
+		ok, err := retail.CanCache(ctx, s, mustParse(t, "http://test.com/?item="+item))
+		if ok != want || err != nil {
+			t.Errorf("CanCache(item=%s) = %v, %v, want %v, nil", item, ok, err, want)
+		}
+	}
+}
+
+func TestPageCache_DoesNotCacheRenderErrors(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	view(t, s, "itemX", 1)
+	c := &retail.PageCache{Store: s}
+	u := mustParse(t, "http://test.com/?item=itemX")
+	errRender := errors.New("render failed")
+
+	failing := &renderer{err: errRender}
+	body, hit, err := c.CacheRequest(ctx, u, failing.render)
+	if !errors.Is(err, errRender) || body != nil || hit {
+		t.Errorf("CacheRequest(failing render) = %q, %v, %v, want nil, false, %v", body, hit, err, errRender)
+	}
+	if hasPage(t, s, u) {
+		t.Errorf("a failed render was cached")
+	}
+
+	working := &renderer{body: "page"}
+	body, hit, err = c.CacheRequest(ctx, u, working.render)
+	if err != nil || hit || string(body) != "page" {
+		t.Errorf("CacheRequest after a failed render = %q, %v, %v, want %q, false, nil", body, hit, err, "page")
+	}
+}
+
+func TestPageCache_DoesNotCacheOversizedBodies(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	view(t, s, "itemX", 1)
+	c := &retail.PageCache{Store: s}
+	u := mustParse(t, "http://test.com/?item=itemX")
+	r := &renderer{body: strings.Repeat("x", retail.MaxPageSize+1)}
+	for i := range 2 {
+		body, hit, err := c.CacheRequest(ctx, u, r.render)
+		if err != nil || hit || len(body) != len(r.body) {
+			t.Errorf("call %d: CacheRequest(oversized) = %d bytes, %v, %v, want %d bytes, false, nil", i+1, len(body), hit, err, len(r.body))
+		}
+	}
+	if got := r.calls.Load(); got != 2 {
+		t.Errorf("render calls = %d, want 2", got)
+	}
+	if hasPage(t, s, u) {
+		t.Errorf("an oversized body was cached")
+	}
+}
+
+func TestPageCache_ExpiresAfterTTL(t *testing.T) {
+	ctx := context.Background()
+	s, clock := newStore(t)
+	view(t, s, "itemX", 1)
+	c := &retail.PageCache{Store: s, TTL: 10 * time.Second}
+	u := mustParse(t, "http://test.com/?item=itemX")
+	r := &renderer{body: "page"}
+	for _, step := range []struct {
+		advance time.Duration
+		want    served
+		calls   int64
+	}{
+		{0, served{"page", false}, 1},
+		{9 * time.Second, served{"page", true}, 1},
+		{2 * time.Second, served{"page", false}, 2}, // 11 s after caching
+		{0, served{"page", true}, 2},
+	} {
+		clock.Advance(step.advance)
+		body, hit, err := c.CacheRequest(ctx, u, r.render)
+		if err != nil {
+			t.Fatalf("at %v: CacheRequest = %v", clock.Now().Sub(epoch), err)
+		}
+		if diff := cmp.Diff(step.want, served{string(body), hit}); diff != "" {
+			t.Errorf("at %v: CacheRequest mismatch (-want +got):\n%s", clock.Now().Sub(epoch), diff)
+		}
+		if got := r.calls.Load(); got != step.calls {
+			t.Errorf("at %v: render calls = %d, want %d", clock.Now().Sub(epoch), got, step.calls)
+		}
+	}
+}
+
+func TestCacheRequest_UsesBookTTL(t *testing.T) {
+	ctx := context.Background()
+	s, clock := newStore(t)
+	view(t, s, "itemX", 1)
+	u := mustParse(t, "http://test.com/?item=itemX")
+	r := &renderer{body: "page"}
+	for _, step := range []struct {
+		advance time.Duration
+		calls   int64
+	}{
+		{0, 1},
+		{retail.DefaultPageTTL - time.Second, 1},
+		{2 * time.Second, 2},
+	} {
+		clock.Advance(step.advance)
+		if _, _, err := retail.CacheRequest(ctx, s, u, r.render); err != nil {
+			t.Fatalf("CacheRequest = %v", err)
+		}
+		if got := r.calls.Load(); got != step.calls {
+			t.Errorf("at %v: render calls = %d, want %d", clock.Now().Sub(epoch), got, step.calls)
+		}
+	}
+}
+
+// pageCountingStore counts reads of the page cache, so a test can tell
+// when concurrent callers have all missed.
+type pageCountingStore struct {
+	*memory.Store
+	pageReads atomic.Int64
+}
+
+func (s *pageCountingStore) Page(ctx context.Context, key string) ([]byte, bool, error) {
+	defer s.pageReads.Add(1)
+	return s.Store.Page(ctx, key)
+}
+
+func TestPageCache_ConcurrentMissesRenderOnce(t *testing.T) {
+	const callers = 50
+	ctx := context.Background()
+	ms, _ := newStore(t)
+	view(t, ms, "itemX", 1)
+	s := &pageCountingStore{Store: ms}
+	c := &retail.PageCache{Store: s}
+	u := mustParse(t, "http://test.com/?item=itemX")
+
+	var renders atomic.Int64
+	release := make(chan struct{})
+	render := func(context.Context) ([]byte, error) {
+		renders.Add(1)
+		<-release
+		return []byte("page"), nil
+	}
+	var wg sync.WaitGroup
+	bodies := make([]string, callers)
+	errs := make([]error, callers)
+	for i := range callers {
+		wg.Go(func() {
+			body, _, err := c.CacheRequest(ctx, u, render)
+			bodies[i], errs[i] = string(body), err
+		})
+	}
+	// Hold the render until every caller has missed, so they overlap it.
+	eventually(t, "every caller to miss", func() bool { return s.pageReads.Load() >= callers })
+	close(release)
+	wg.Wait()
+
+	if got := renders.Load(); got != 1 {
+		t.Errorf("render calls = %d, want 1", got)
+	}
+	for i := range callers {
+		if errs[i] != nil || bodies[i] != "page" {
+			t.Errorf("caller %d: CacheRequest = %q, %v, want %q, nil", i, bodies[i], errs[i], "page")
+		}
+	}
+}
+
+func TestPageCache_CanceledRenderDoesNotFailWaiters(t *testing.T) {
+	ms, _ := newStore(t)
+	view(t, ms, "itemX", 1)
+	s := &pageCountingStore{Store: ms}
+	c := &retail.PageCache{Store: s}
+	u := mustParse(t, "http://test.com/?item=itemX")
+
+	var renders atomic.Int64
+	rendering := make(chan struct{})
+	release := make(chan struct{})
+	render := func(ctx context.Context) ([]byte, error) {
+		if renders.Add(1) == 1 {
+			close(rendering)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-release:
+			return []byte("page"), nil
+		}
+	}
+
+	firstCtx, cancelFirst := context.WithCancel(context.Background())
+	defer cancelFirst()
+	first := make(chan error, 1)
+	go func() {
+		_, _, err := c.CacheRequest(firstCtx, u, render)
+		first <- err
+	}()
+	eventually(t, "the first render to start", func() bool {
+		select {
+		case <-rendering:
+			return true
+		default:
+			return false
+		}
+	})
+	readsBefore := s.pageReads.Load()
+
+	type result struct {
+		body string
+		err  error
+	}
+	second := make(chan result, 1)
+	go func() {
+		body, _, err := c.CacheRequest(context.Background(), u, render)
+		second <- result{string(body), err}
+	}()
+	eventually(t, "the second caller to miss", func() bool { return s.pageReads.Load() > readsBefore })
+	cancelFirst()
+	if err := <-first; !errors.Is(err, context.Canceled) {
+		t.Errorf("CacheRequest(canceled ctx) = %v, want %v", err, context.Canceled)
+	}
+	close(release)
+	if got := <-second; got.err != nil || got.body != "page" {
+		t.Errorf("CacheRequest(live ctx) = %q, %v, want %q, nil", got.body, got.err, "page")
+	}
+}
+
+func TestPageCache_RenderPanicReleasesThePage(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	view(t, s, "itemX", 1)
+	c := &retail.PageCache{Store: s}
+	u := mustParse(t, "http://test.com/?item=itemX")
+	func() {
+		defer func() {
+			if got := recover(); got != "boom" {
+				t.Errorf("recover() = %v, want %q", got, "boom")
+			}
+		}()
+		c.CacheRequest(ctx, u, func(context.Context) ([]byte, error) { panic("boom") })
+	}()
+	r := &renderer{body: "page"}
+	body, hit, err := c.CacheRequest(ctx, u, r.render)
+	if err != nil || hit || string(body) != "page" {
+		t.Errorf("CacheRequest after a panic = %q, %v, %v, want %q, false, nil", body, hit, err, "page")
+	}
+}
+
+// failingSetPage is a Store whose page writes fail.
+type failingSetPage struct {
+	*memory.Store
+	err error
+}
+
+func (s failingSetPage) SetPage(context.Context, string, []byte, time.Duration) error { return s.err }
+
+func TestPageCache_ReturnsBodyWhenCachingFails(t *testing.T) {
+	ctx := context.Background()
+	ms, _ := newStore(t)
+	view(t, ms, "itemX", 1)
+	errWrite := errors.New("write failed")
+	c := &retail.PageCache{Store: failingSetPage{ms, errWrite}}
+	u := mustParse(t, "http://test.com/?item=itemX")
+	r := &renderer{body: "page"}
+	body, hit, err := c.CacheRequest(ctx, u, r.render)
+	if !errors.Is(err, errWrite) || hit || string(body) != "page" {
+		t.Errorf("CacheRequest = %q, %v, %v, want %q, false, %v", body, hit, err, "page", errWrite)
+	}
+}
+
+func TestPageCache_ClosedStore(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	view(t, s, "itemX", 1)
+	c := &retail.PageCache{Store: s}
+	u := mustParse(t, "http://test.com/?item=itemX")
+	s.Close()
+	if ok, err := c.CanCache(ctx, u); ok || !errors.Is(err, retail.ErrClosed) {
+		t.Errorf("CanCache after Close = %v, %v, want false, %v", ok, err, retail.ErrClosed)
+	}
+	r := &renderer{body: "page"}
+	if body, hit, err := c.CacheRequest(ctx, u, r.render); body != nil || hit || !errors.Is(err, retail.ErrClosed) {
+		t.Errorf("CacheRequest after Close = %q, %v, %v, want nil, false, %v", body, hit, err, retail.ErrClosed)
+	}
+	if got := r.calls.Load(); got != 0 {
+		t.Errorf("render calls = %d, want 0", got)
+	}
+}
+
+func TestPageCache_CacheableReplacesBookRule(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	errDecide := errors.New("cannot decide")
+	c := &retail.PageCache{
+		Store: s,
+		Cacheable: func(_ context.Context, u *url.URL) (bool, error) {
+			if u.Path == "/error" {
+				return false, errDecide
+			}
+			return u.Path == "/about", nil
+		},
+	}
+	about := mustParse(t, "http://test.com/about")
+	r := &renderer{body: "about us"}
+	for i, want := range []served{{r.body, false}, {r.body, true}} {
+		body, hit, err := c.CacheRequest(ctx, about, r.render)
+		if err != nil {
+			t.Fatalf("call %d: CacheRequest(/about) = %v", i+1, err)
+		}
+		if diff := cmp.Diff(want, served{string(body), hit}); diff != "" {
+			t.Errorf("call %d: CacheRequest(/about) mismatch (-want +got):\n%s", i+1, diff)
+		}
+	}
+	if _, _, err := c.CacheRequest(ctx, mustParse(t, "http://test.com/error"), r.render); !errors.Is(err, errDecide) {
+		t.Errorf("CacheRequest(/error) = %v, want %v", err, errDecide)
+	}
+}
+
+func TestPageCache_RejectsInvalidSettings(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	view(t, s, "itemX", 1)
+	u := mustParse(t, "http://test.com/?item=itemX")
+	for _, c := range []*retail.PageCache{
+		{Store: s, TTL: -time.Second},
+		{Store: s, TTL: retail.MaxPageTTL + time.Second},
+		{Store: s, MaxRank: -1},
+	} {
+		r := &renderer{body: "page"}
+		if _, _, err := c.CacheRequest(ctx, u, r.render); !errors.Is(err, retail.ErrInvalid) {
+			t.Errorf("PageCache{TTL: %v, MaxRank: %d}.CacheRequest = %v, want %v", c.TTL, c.MaxRank, err, retail.ErrInvalid)
+		}
+		if got := r.calls.Load(); got != 0 {
+			t.Errorf("PageCache{TTL: %v, MaxRank: %d}: render calls = %d, want 0", c.TTL, c.MaxRank, got)
+		}
+		if _, err := c.CanCache(ctx, u); !errors.Is(err, retail.ErrInvalid) {
+			t.Errorf("PageCache{TTL: %v, MaxRank: %d}.CanCache = %v, want %v", c.TTL, c.MaxRank, err, retail.ErrInvalid)
+		}
+	}
+}
+
+func TestPageKey_Canonical(t *testing.T) {
+	for _, tc := range []struct {
+		method, url, want string
+	}{
+		{"GET", "http://test.com/?a=1&item=x", "GET test.com/?a=1&item=x"},
+		{"GET", "http://test.com/?item=x&a=1", "GET test.com/?a=1&item=x"},
+		{"GET", "http://Test.COM/?item=x&a=1", "GET test.com/?a=1&item=x"},
+		{"GET", "https://user@test.com/?item=x&a=1#top", "GET test.com/?a=1&item=x"},
+		{"GET", "http://test.com?item=x&a=1", "GET test.com/?a=1&item=x"},
+		{"GET", "http://test.com/?a=2&a=1", "GET test.com/?a=2&a=1"},
+		{"GET", "http://test.com/?q=a%20b", "GET test.com/?q=a+b"},
+		{"GET", "http://test.com/", "GET test.com/"},
+		{"GET", "http://test.com:8080/Shop/", "GET test.com:8080/Shop/"},
+		{"GET", "http://test.com/a%2Fb?x=1", "GET test.com/a%2Fb?x=1"},
+		{"GET", "http://test.com/?b=%zz&a=1", "GET test.com/?b=%zz&a=1"},
+		{"HEAD", "http://test.com/?item=x", "HEAD test.com/?item=x"},
+	} {
+		if got := retail.PageKey(tc.method, mustParse(t, tc.url)); got != tc.want {
+			t.Errorf("PageKey(%q, %q) = %q, want %q", tc.method, tc.url, got, tc.want)
+		}
+	}
+}

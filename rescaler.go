@@ -1,0 +1,98 @@
+package retail
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// The book's rescale_viewed settings, used where a [ViewRescalerOptions]
+// field is zero.
+const (
+	DefaultRescaleEvery  = 5 * time.Minute // time between rescales
+	DefaultRescaleKeep   = 20_000          // items kept by each rescale
+	DefaultRescaleFactor = 0.5             // what each kept item's count is multiplied by
+)
+
+// ViewRescalerOptions configures a [ViewRescaler]. Zero fields take the
+// defaults above; values out of range make Run fail with an error matching
+// [ErrInvalid].
+type ViewRescalerOptions struct {
+	// Every is the time from the start of Run, or the end of one rescale,
+	// to the next rescale; DefaultRescaleEvery if zero.
+	Every time.Duration
+
+	// Keep is how many of the most viewed items each rescale keeps;
+	// DefaultRescaleKeep if zero. Because zero means the default, a
+	// rescaler cannot drop every item: call [Views.RescaleViews] with keep
+	// 0 directly for that.
+	Keep int
+
+	// Factor multiplies the count of each kept item, in (0, 1];
+	// DefaultRescaleFactor if zero.
+	Factor float64
+
+	// Logger receives the errors the rescaler retries after; slog.Default()
+	// if nil.
+	Logger *slog.Logger
+}
+
+// ViewRescaler periodically drops the items ranked past Keep and scales the
+// view counts of the rest by Factor, so that new items can overtake old
+// favourites and the set of ranked items stays bounded: the book's
+// rescale_viewed loop over [Views.RescaleViews].
+//
+// Unlike the book's loop, it waits Every before its first rescale: a
+// server that restarts, or is deployed, several times within Every would
+// otherwise halve the counts on every start, far more often than once
+// every Every.
+type ViewRescaler struct {
+	views Views
+	opts  ViewRescalerOptions
+}
+
+// NewViewRescaler returns a rescaler of s's view counts. It panics if s is
+// nil, which is a programming error.
+func NewViewRescaler(s Views, opts ViewRescalerOptions) *ViewRescaler {
+	if s == nil {
+		panic("retail: NewViewRescaler: nil Views")
+	}
+	if opts.Every == 0 {
+		opts.Every = DefaultRescaleEvery
+	}
+	if opts.Keep == 0 {
+		opts.Keep = DefaultRescaleKeep
+	}
+	if opts.Factor == 0 {
+		opts.Factor = DefaultRescaleFactor
+	}
+	return &ViewRescaler{views: s, opts: opts}
+}
+
+// Run rescales view counts every Every until ctx ends, and then returns
+// nil. If the Store is closed it returns an error matching [ErrClosed]; if
+// the options are out of range, an error matching [ErrInvalid] at once.
+// Other errors are logged, and the rescale is tried again Every later.
+// Run only one ViewRescaler per Store: each one rescales.
+func (r *ViewRescaler) Run(ctx context.Context) error {
+	const worker = "ViewRescaler"
+	o := r.opts
+	switch {
+	case o.Every < 0:
+		return invalid(worker, "Every", "negative")
+	case o.Keep < 0:
+		return invalid(worker, "Keep", "negative")
+	case !(o.Factor > 0 && o.Factor <= 1): // written so that NaN fails too
+		return invalid(worker, "Factor", "not in (0, 1]")
+	}
+	for pause(ctx, o.Every) {
+		err := r.views.RescaleViews(ctx, o.Keep, o.Factor)
+		if stop, runErr := stopOn(ctx, worker, err); stop {
+			return runErr
+		}
+		if err != nil {
+			logError(ctx, o.Logger, worker, "retail: rescaling views failed; retrying later", err)
+		}
+	}
+	return nil
+}

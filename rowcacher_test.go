@@ -1,0 +1,218 @@
+package retail_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/retailkit/retail"
+)
+
+// inventoryRow is what the test loaders return for a row.
+type inventoryRow struct {
+	ID      string `json:"id"`
+	Version int64  `json:"version"`
+}
+
+func schedule(t *testing.T, s retail.Rows, row string, delay time.Duration) {
+	t.Helper()
+	if err := s.ScheduleRowCache(context.Background(), row, delay); err != nil {
+		t.Fatalf("ScheduleRowCache(%q, %v) = %v", row, delay, err)
+	}
+}
+
+// cachedRow returns the decoded cached copy of row, if there is one.
+func cachedRow(t *testing.T, s retail.Rows, row string) (inventoryRow, bool) {
+	t.Helper()
+	data, ok, err := s.Row(context.Background(), row)
+	if err != nil {
+		t.Fatalf("Row(%q) = %v", row, err)
+	}
+	var v inventoryRow
+	if ok {
+		if err := json.Unmarshal(data, &v); err != nil {
+			t.Fatalf("Row(%q) = %q, not the JSON of a row: %v", row, data, err)
+		}
+	}
+	return v, ok
+}
+
+func TestRowCacher_RefreshesScheduledRow(t *testing.T) {
+	s, clock := newStore(t)
+	var version atomic.Int64
+	version.Store(1)
+	load := func(_ context.Context, row string) (any, error) {
+		return inventoryRow{ID: row, Version: version.Load()}, nil
+	}
+	schedule(t, s, "inv:1", 10*time.Second)
+	stop := start(t, retail.NewRowCacher(s, load, retail.RowCacherOptions{Poll: time.Millisecond}))
+
+	eventually(t, "the row to be cached", func() bool { _, ok := cachedRow(t, s, "inv:1"); return ok })
+	got, _ := cachedRow(t, s, "inv:1")
+	if diff := cmp.Diff(inventoryRow{"inv:1", 1}, got); diff != "" {
+		t.Errorf("Row(inv:1) mismatch (-want +got):\n%s", diff)
+	}
+
+	version.Store(2)
+	clock.Advance(10 * time.Second)
+	eventually(t, "the row to be refreshed after its delay", func() bool {
+		got, _ := cachedRow(t, s, "inv:1")
+		return got.Version == 2
+	})
+
+	schedule(t, s, "inv:1", -1)
+	// Due now or at the end of its last delay, whichever a Store picks:
+	// either way the next claim sees it and deletes the copy.
+	clock.Advance(10 * time.Second)
+	eventually(t, "the cached copy to be deleted", func() bool { _, ok := cachedRow(t, s, "inv:1"); return !ok })
+
+	if err := stop(); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+}
+
+func TestRowCacher_KeepsGoingAfterLoadErrors(t *testing.T) {
+	s, clock := newStore(t)
+	var failBad atomic.Bool
+	failBad.Store(true)
+	load := func(_ context.Context, row string) (any, error) {
+		switch {
+		case row == "bad" && failBad.Load():
+			return nil, errors.New("database down")
+		case row == "unencodable":
+			return make(chan int), nil
+		}
+		return inventoryRow{ID: row, Version: 1}, nil
+	}
+	for _, row := range []string{"bad", "unencodable", "good"} {
+		schedule(t, s, row, 10*time.Second)
+	}
+	var logs logRecorder
+	stop := start(t, retail.NewRowCacher(s, load, retail.RowCacherOptions{Poll: time.Millisecond, Logger: logs.Logger()}))
+
+	eventually(t, "the good row to be cached", func() bool { _, ok := cachedRow(t, s, "good"); return ok })
+	eventually(t, "both failures to be logged", func() bool {
+		l := logs.String()
+		return strings.Contains(l, "row=bad") && strings.Contains(l, "database down") && strings.Contains(l, "row=unencodable")
+	})
+	for _, row := range []string{"bad", "unencodable"} {
+		if _, ok := cachedRow(t, s, row); ok {
+			t.Errorf("Row(%q) found a cached copy, want none", row)
+		}
+	}
+
+	// The failed row stayed scheduled: once its loader works, the next
+	// period caches it.
+	failBad.Store(false)
+	clock.Advance(10 * time.Second)
+	eventually(t, "the failed row to be cached a period later", func() bool { _, ok := cachedRow(t, s, "bad"); return ok })
+
+	if err := stop(); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+}
+
+func TestRowCacher_ClaimsAgainAtOnceAfterFullBatch(t *testing.T) {
+	s, _ := newStore(t)
+	rows := []string{"r1", "r2", "r3"}
+	for _, row := range rows {
+		schedule(t, s, row, time.Minute)
+	}
+	load := func(_ context.Context, row string) (any, error) { return inventoryRow{ID: row}, nil }
+	// An hour's poll: the test finishes only if full batches are followed
+	// by another claim at once.
+	stop := start(t, retail.NewRowCacher(s, load, retail.RowCacherOptions{Poll: time.Hour, Batch: 1}))
+	for _, row := range rows {
+		eventually(t, "row "+row+" to be cached", func() bool { _, ok := cachedRow(t, s, row); return ok })
+	}
+	if err := stop(); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+}
+
+func TestRowCacher_ConcurrentCachersLoadEachDueRowOnce(t *testing.T) {
+	s, _ := newStore(t)
+	var rows []string
+	for i := range 50 {
+		rows = append(rows, fmt.Sprintf("row%02d", i))
+		schedule(t, s, rows[i], time.Minute)
+	}
+	var mu sync.Mutex
+	loads := make(map[string]int)
+	load := func(_ context.Context, row string) (any, error) {
+		mu.Lock()
+		loads[row]++
+		mu.Unlock()
+		return inventoryRow{ID: row}, nil
+	}
+	opts := retail.RowCacherOptions{Poll: time.Millisecond, Batch: 3}
+	stop1 := start(t, retail.NewRowCacher(s, load, opts))
+	stop2 := start(t, retail.NewRowCacher(s, load, opts))
+	for _, row := range rows {
+		eventually(t, "row "+row+" to be cached", func() bool { _, ok := cachedRow(t, s, row); return ok })
+	}
+	if err := errors.Join(stop1(), stop2()); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+
+	want := make(map[string]int)
+	for _, row := range rows {
+		want[row] = 1
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff(want, loads); diff != "" {
+		t.Errorf("loads per row, with the clock stopped (-want +got):\n%s", diff)
+	}
+}
+
+func TestRowCacher_ReturnsNilOnCancel(t *testing.T) {
+	s, _ := newStore(t)
+	load := func(context.Context, string) (any, error) { return nil, nil }
+	stop := start(t, retail.NewRowCacher(s, load, retail.RowCacherOptions{Poll: time.Hour}))
+	if err := stop(); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+}
+
+func TestRowCacher_ReturnsErrClosed(t *testing.T) {
+	s, _ := newStore(t)
+	s.Close()
+	load := func(context.Context, string) (any, error) { return nil, nil }
+	err := runToEnd(t, retail.NewRowCacher(s, load, retail.RowCacherOptions{}))
+	if !errors.Is(err, retail.ErrClosed) {
+		t.Errorf("Run on a closed store = %v, want %v", err, retail.ErrClosed)
+	}
+}
+
+func TestRowCacher_RejectsInvalidOptions(t *testing.T) {
+	s, _ := newStore(t)
+	load := func(context.Context, string) (any, error) { return nil, nil }
+	for _, opts := range []retail.RowCacherOptions{
+		{Poll: -time.Second},
+		{Batch: -1},
+		{Batch: retail.MaxClaimRows + 1},
+	} {
+		err := runToEnd(t, retail.NewRowCacher(s, load, opts))
+		if !errors.Is(err, retail.ErrInvalid) {
+			t.Errorf("Run with %+v = %v, want %v", opts, err, retail.ErrInvalid)
+		}
+	}
+}
+
+func TestNewRowCacher_PanicsOnNilLoader(t *testing.T) {
+	s, _ := newStore(t)
+	defer func() {
+		if recover() == nil {
+			t.Errorf("NewRowCacher(s, nil, ...) did not panic")
+		}
+	}()
+	retail.NewRowCacher(s, nil, retail.RowCacherOptions{})
+}
