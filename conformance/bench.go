@@ -25,6 +25,7 @@ const (
 	benchPages      = 1_000
 	benchPageSize   = 8 << 10
 	cleanBatch      = 1_000
+	benchCallers    = 64 // goroutines of the parallel benchmarks and the preload
 )
 
 // zipfS skews item popularity: a few items get most views, as in a shop.
@@ -183,10 +184,10 @@ func (p *population) store(b *testing.B, newStore Factory) retail.Store {
 	return s
 }
 
-// preload creates every session of the population, from a few goroutines
-// so that a store that serves them concurrently loads faster.
+// preload creates every session of the population from many goroutines, so
+// that a networked store pipelines them.
 func (p *population) preload(b *testing.B, s retail.Store) {
-	workers := max(4, runtime.GOMAXPROCS(0))
+	workers := max(benchCallers, runtime.GOMAXPROCS(0))
 	var (
 		wg       sync.WaitGroup
 		failOnce sync.Once
@@ -228,11 +229,14 @@ func measure(b *testing.B, op func(ctx context.Context, i int) error) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 }
 
-// measureParallel times op from GOMAXPROCS goroutines, each with its own
-// random source and Zipf item picker, and reports ops/s.
+// measureParallel times op from benchCallers goroutines (at least one a
+// CPU), each with its own random source and Zipf item picker, and reports
+// ops/s. Many callers are what a web server has, and what lets a networked
+// store batch round trips.
 func measureParallel(b *testing.B, p *population, seed *atomic.Uint64, op func(ctx context.Context, r *rand.Rand, z *rand.Zipf) error) {
 	ctx := context.Background()
 	b.ReportAllocs()
+	b.SetParallelism(max(1, benchCallers/runtime.GOMAXPROCS(0)))
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		n := seed.Add(1)

@@ -1,0 +1,20 @@
+package rueidisbackend_test
+
+import (
+	"testing"
+
+	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/conformance"
+)
+
+// TestConformance runs the whole suite on miniredis, a real server and a
+// real cluster. On the cluster, rueidis refuses (panics on) any script or
+// multi-key command whose keys span slots, so a pass proves that none does.
+func TestConformance(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, tg target) {
+		conformance.Run(t, func(tb testing.TB, clock retail.Clock) retail.Store {
+			s, _, _ := newStore(tb, tg, clock)
+			return s
+		})
+	})
+}

@@ -1,0 +1,242 @@
+package rueidisbackend_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/backend/rueidisbackend"
+)
+
+// TestCleanup_NoOrphanKeysAfterConcurrentStress runs UpdateToken, AddToCart,
+// CleanSessions and Logout from many goroutines over a small set of tokens
+// (so they collide), then scans the keyspace: every key must belong to a
+// session in the index or to the shared sets, and every indexed session
+// must be whole (its login and last-seen keys exist).
+func TestCleanup_NoOrphanKeysAfterConcurrentStress(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, tg target) {
+		s, c, prefix := newStore(t, tg, retail.SystemClock{})
+		tokens := make([]string, 64)
+		for i := range tokens {
+			tokens[i] = fmt.Sprintf("stress-%02d", i)
+		}
+		tokens[0], tokens[1] = "odd}token", "odd%7Dtoken" // escaping must keep them apart
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(uint64(g), 1))
+				for range 400 {
+					tok := tokens[r.IntN(len(tokens))]
+					var err error
+					switch op := r.IntN(10); {
+					case op < 4:
+						err = s.UpdateToken(bg, tok, "user-"+tok, fmt.Sprintf("item-%d", r.IntN(5)))
+					case op < 7:
+						err = s.AddToCart(bg, tok, "item", 1+r.IntN(3))
+						if errors.Is(err, retail.ErrNoSession) {
+							err = nil
+						}
+					case op < 9:
+						_, err = s.CleanSessions(bg, r.IntN(20), 1+r.IntN(10))
+					default:
+						err = s.Logout(bg, tok)
+					}
+					if err != nil {
+						t.Errorf("stress op: %v", err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+
+		indexed, err := c.Do(bg, c.B().Zrange().Key(prefix+"{sessions}:seen").Min("0").Max("-1").Build()).AsStrSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := s.SessionCount(bg); n != len(indexed) {
+			t.Errorf("SessionCount() = %d, want %d", n, len(indexed))
+		}
+		owned := map[string]bool{}
+		for _, tok := range indexed {
+			for _, k := range sessionKeys(prefix, tok) {
+				owned[k] = true
+			}
+		}
+		keys := scanAll(t, c, prefix+"*")
+		exists := map[string]bool{}
+		for _, k := range keys {
+			exists[k] = true
+			shared := k == prefix+"{sessions}:seen" || k == prefix+"{views}:viewed"
+			if !shared && !owned[k] {
+				t.Errorf("orphan key %q: no indexed session owns it", k)
+			}
+		}
+		for _, tok := range indexed {
+			ks := sessionKeys(prefix, tok)
+			if !exists[ks[0]] || !exists[ks[1]] {
+				t.Errorf("indexed session %q is not whole: login %v, seen %v", tok, exists[ks[0]], exists[ks[1]])
+			}
+		}
+		t.Logf("%d sessions and %d keys after the stress", len(indexed), len(keys))
+	})
+}
+
+// sessionKeys repeats the backend's layout, as a user inspecting Redis would
+// read it from the package doc.
+func sessionKeys(prefix, token string) []string {
+	tag := "{" + strings.NewReplacer("%", "%25", "}", "%7D").Replace(token) + "}"
+	return []string{prefix + "login:" + tag, prefix + "seen:" + tag, prefix + "recent:" + tag, prefix + "cart:" + tag}
+}
+
+// scanAll returns the keys matching pattern on every node.
+func scanAll(t *testing.T, c rueidis.Client, pattern string) []string {
+	t.Helper()
+	var keys []string
+	for _, node := range c.Nodes() {
+		var cursor uint64
+		for {
+			e, err := node.Do(bg, node.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Build()).AsScanEntry()
+			if err != nil {
+				t.Fatalf("SCAN: %v", err)
+			}
+			keys = append(keys, e.Elements...)
+			if cursor = e.Cursor; cursor == 0 {
+				break
+			}
+		}
+	}
+	return keys
+}
+
+// TestKeys_SessionKeysShareASlot checks, by computing slots as Redis does,
+// that every session's keys share one slot whatever the token holds, and
+// that the row sets share one.
+func TestKeys_SessionKeysShareASlot(t *testing.T) {
+	for _, tok := range []string{"plain", "}", "}}", "{", "{x}", "a}b", "a%7Db", "%", "a{b}c", strings.Repeat("}", 256)} {
+		ks := sessionKeys("retail:", tok)
+		for _, k := range ks[1:] {
+			if slot(k) != slot(ks[0]) {
+				t.Errorf("token %q: slot(%q) = %d, slot(%q) = %d", tok, k, slot(k), ks[0], slot(ks[0]))
+			}
+		}
+	}
+	if slot("retail:{rows}:schedule") != slot("retail:{rows}:delay") {
+		t.Errorf("row schedule and delay sets are on different slots")
+	}
+	if sessionKeys("p:", "a}b")[0] == sessionKeys("p:", "a%7Db")[0] {
+		t.Errorf("tokens %q and %q share keys", "a}b", "a%7Db")
+	}
+}
+
+// slot is Redis Cluster's key slot: CRC16 of the hash tag (or key) mod 16384.
+func slot(key string) uint16 {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc % 16384
+}
+
+// TestErrors_RedisErrorsAreWrapped corrupts a session's login key with the
+// wrong type: the error names the operation and errors.As reaches the
+// server's error.
+func TestErrors_RedisErrorsAreWrapped(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, tg target) {
+		s, c, prefix := newStore(t, tg, retail.SystemClock{})
+		login := sessionKeys(prefix, "typed")[0]
+		if err := c.Do(bg, c.B().Hset().Key(login).FieldValue().FieldValue("f", "v").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := s.CheckToken(bg, "typed")
+		var redisErr *rueidis.RedisError
+		if !errors.As(err, &redisErr) || !strings.Contains(err.Error(), "CheckToken") {
+			t.Errorf("CheckToken on a hash = %v, want a wrapped *rueidis.RedisError naming CheckToken", err)
+		}
+		if err := s.UpdateToken(bg, "typed", "alice", ""); !errors.As(err, &redisErr) {
+			t.Errorf("UpdateToken on a hash = %v, want a wrapped *rueidis.RedisError", err)
+		}
+	})
+}
+
+// countingClient counts the commands a Store sends.
+type countingClient struct {
+	rueidis.Client
+	mu   sync.Mutex
+	sent int
+}
+
+func (c *countingClient) count(n int) { c.mu.Lock(); c.sent += n; c.mu.Unlock() }
+func (c *countingClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.count(1)
+	return c.Client.Do(ctx, cmd)
+}
+func (c *countingClient) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	c.count(len(cmds))
+	return c.Client.DoMulti(ctx, cmds...)
+}
+func (c *countingClient) DoCache(ctx context.Context, cmd rueidis.Cacheable, ttl time.Duration) rueidis.RedisResult {
+	c.count(1)
+	return c.Client.DoCache(ctx, cmd, ttl)
+}
+
+// TestErrors_InvalidInputSendsNothing calls every method with invalid
+// input and checks that nothing reached the client.
+func TestErrors_InvalidInputSendsNothing(t *testing.T) {
+	inner, _ := miniredisClient(t, rueidis.ClientOption{})
+	c := &countingClient{Client: inner}
+	s, err := rueidisbackend.New(c, rueidisbackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", retail.MaxIDLen+1)
+	calls := map[string]func() error{
+		"CheckToken":       func() error { _, _, err := s.CheckToken(bg, ""); return err },
+		"UpdateToken":      func() error { return s.UpdateToken(bg, "t", "", "i") },
+		"RecentItems":      func() error { _, err := s.RecentItems(bg, long); return err },
+		"Logout":           func() error { return s.Logout(bg, "a\nb") },
+		"CleanSessions":    func() error { _, err := s.CleanSessions(bg, -1, 1); return err },
+		"AddToCart":        func() error { return s.AddToCart(bg, "t", "", 1) },
+		"Cart":             func() error { _, err := s.Cart(bg, ""); return err },
+		"Page":             func() error { _, _, err := s.Page(bg, ""); return err },
+		"SetPage":          func() error { return s.SetPage(bg, "k", nil, 0) },
+		"ScheduleRowCache": func() error { return s.ScheduleRowCache(bg, "", time.Second) },
+		"ClaimDueRows":     func() error { _, err := s.ClaimDueRows(bg, 0); return err },
+		"Row":              func() error { _, _, err := s.Row(bg, long); return err },
+		"SetRow":           func() error { return s.SetRow(bg, "", nil) },
+		"ItemRank":         func() error { _, _, err := s.ItemRank(bg, ""); return err },
+		"TopItems":         func() error { _, err := s.TopItems(bg, -1); return err },
+		"RescaleViews":     func() error { return s.RescaleViews(bg, 1, 2) },
+	}
+	for name, call := range calls {
+		if err := call(); !errors.Is(err, retail.ErrInvalid) {
+			t.Errorf("%s(invalid) = %v, want ErrInvalid", name, err)
+		}
+	}
+	if c.sent != 0 {
+		t.Errorf("invalid calls sent %d commands, want 0", c.sent)
+	}
+	// The counter counts: a valid call sends.
+	if _, _, err := s.CheckToken(bg, "t"); err != nil || c.sent == 0 {
+		t.Errorf("CheckToken(valid) = %v after sending %d commands, want nil after at least 1", err, c.sent)
+	}
+}

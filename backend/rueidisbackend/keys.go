@@ -1,0 +1,57 @@
+package rueidisbackend
+
+import "strings"
+
+// keys builds every key name the Store uses. The keys of one session share
+// a hash tag, {TOKEN}, so the scripts that touch a session run on one slot of
+// a cluster; the shared sets carry fixed tags so that each is a single slot.
+type keys struct{ prefix string }
+
+// tag escapes s for use inside a hash tag. Redis ends a tag at the first
+// "}", so "}" must not appear inside; "%" is escaped too so that the mapping
+// stays one-to-one. Tokens from crypto/rand in hex or base64url pass
+// through unchanged.
+func tag(s string) string {
+	if !strings.ContainsAny(s, "%}") {
+		return s
+	}
+	return strings.NewReplacer("%", "%25", "}", "%7D").Replace(s)
+}
+
+func (k keys) session(kind, token string) string {
+	return k.prefix + kind + ":{" + tag(token) + "}"
+}
+
+// login holds the session's user. It is written only when the user changes,
+// so client-side caches of it stay valid across page views.
+func (k keys) login(token string) string { return k.session("login", token) }
+
+// seen holds the session's last-seen stamp, written on every view; it lives
+// apart from login so that views do not invalidate cached logins.
+func (k keys) seen(token string) string { return k.session("seen", token) }
+
+// recent is the list of recently viewed items, newest first.
+func (k keys) recent(token string) string { return k.session("recent", token) }
+
+// cart is the hash item -> count.
+func (k keys) cart(token string) string { return k.session("cart", token) }
+
+// sessionKeys are all the keys of a session, in the order the scripts take.
+func (k keys) sessionKeys(token string) []string {
+	t := "{" + tag(token) + "}"
+	return []string{k.prefix + "login:" + t, k.prefix + "seen:" + t, k.prefix + "recent:" + t, k.prefix + "cart:" + t}
+}
+
+// index is the sorted set token -> last-seen stamp that cleaning reads.
+func (k keys) index() string { return k.prefix + "{sessions}:seen" }
+
+// viewed is the sorted set item -> minus its view count, so that ZRANK
+// gives rank 0 to the most viewed and breaks ties by name ascending.
+func (k keys) viewed() string { return k.prefix + "{views}:viewed" }
+
+func (k keys) page(key string) string { return k.prefix + "page:" + key }
+func (k keys) row(row string) string  { return k.prefix + "row:" + row }
+
+// schedule and delay share the {rows} slot so one script claims due rows.
+func (k keys) schedule() string { return k.prefix + "{rows}:schedule" }
+func (k keys) delay() string    { return k.prefix + "{rows}:delay" }

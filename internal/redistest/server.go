@@ -1,0 +1,62 @@
+package redistest
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Server is a running standalone Redis: one this package started, or the one RETAIL_REDIS_ADDR names.
+type Server struct {
+	addr string
+	proc *process // nil if not owned
+}
+
+// StartServer returns the server RETAIL_REDIS_ADDR names, after checking that it answers PING,
+// or starts a private one on a free loopback port. The error matches ErrUnavailable when neither
+// is possible because redis-server is not on PATH.
+func StartServer() (*Server, error) {
+	if addr := strings.TrimSpace(os.Getenv(envAddr)); addr != "" {
+		if err := ping(addr); err != nil {
+			return nil, fmt.Errorf("redistest: %s=%s: %w", envAddr, addr, err)
+		}
+		return &Server{addr: addr}, nil
+	}
+	ports, err := pickPorts(1, false)
+	if err != nil {
+		return nil, err
+	}
+	p, err := startOwned(ports[0], false)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{addr: p.addr(), proc: p}, nil
+}
+
+// Addr returns the server's host:port.
+func (s *Server) Addr() string { return s.addr }
+
+// Owned reports whether this package started the server, so tests may FLUSHALL it. Tests must
+// leave a server they do not own as they found it apart from keys under their own prefix.
+func (s *Server) Owned() bool { return s.proc != nil }
+
+// Close stops the server and removes its temporary directory if it is owned; it leaves other
+// servers running. It is safe to call more than once.
+func (s *Server) Close() error {
+	if s.proc == nil {
+		return nil
+	}
+	return s.proc.close()
+}
+
+func ping(addr string) error {
+	reply, err := do(addr, 2*time.Second, "PING")
+	if err != nil {
+		return fmt.Errorf("PING: %w", err)
+	}
+	if reply != "PONG" {
+		return fmt.Errorf("PING = %q, want PONG", reply)
+	}
+	return nil
+}
