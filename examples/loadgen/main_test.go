@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestRun_MemoryPrintsProgressAndATable(t *testing.T) {
+	testProgress = 20 * time.Millisecond
+	defer func() { testProgress = 0 }()
+	var stdout, stderr bytes.Buffer
+	args := []string{"-duration", "1s", "-users", "4", "-items", "100", "-rescale", "500ms", "-keep", "50"}
+	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("run(%q) = %v; stderr:\n%s", args, err, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"memory backend, 4 users, 100 items", "ops/s  page hits", "operation", "page cache hits"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q; output:\n%s", want, out)
+		}
+	}
+	for _, name := range append(opNames[:], "all") {
+		if !strings.Contains(out, "\n"+name+" ") {
+			t.Errorf("table lacks a row for %s; output:\n%s", name, out)
+		}
+	}
+	if strings.Contains(out, "redis-benchmark") {
+		t.Errorf("memory run mentions redis-benchmark; output:\n%s", out)
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("stderr = %q, want no errors", stderr.String())
+	}
+}
+
+func TestRun_RefusesAddressesOffLoopback(t *testing.T) {
+	for _, addr := range []string{"10.1.2.3:6379", "example.com:6380", "127.0.0.1:7000,192.168.1.9:7001"} {
+		var out bytes.Buffer
+		err := run(context.Background(), []string{"-redis", addr}, &out, &out)
+		if !errors.Is(err, errNotLoopback) {
+			t.Errorf("run(-redis %s) = %v, want %v", addr, err, errNotLoopback)
+		}
+	}
+}
+
+func TestCheckLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:6380":   true,
+		"127.3.4.5:1":      true,
+		"[::1]:7000":       true,
+		"localhost:6380":   true,
+		"10.0.0.1:6380":    false,
+		"[2001:db8::1]:80": false,
+		"redis.test:6380":  false,
+		"127.0.0.1":        false, // no port
+	} {
+		if got := checkLoopback(addr) == nil; got != want {
+			t.Errorf("checkLoopback(%q) accepted = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+func TestParseFlags_RejectsOutOfRangeValues(t *testing.T) {
+	for _, args := range [][]string{
+		{"-duration", "0s"},
+		{"-duration", "11m"},
+		{"-users", "0"},
+		{"-items", "0"},
+		{"-keep", "0"},
+		{"-rescale", "-1s"},
+		{"-ceiling", "maybe"},
+		{"extra"},
+	} {
+		var out bytes.Buffer
+		if _, err := parseFlags(args, &out); err == nil {
+			t.Errorf("parseFlags(%q) = nil error, want one", args)
+		}
+	}
+}
+
+func TestParseBenchmark(t *testing.T) {
+	out := "SET: rps=512000.0 (overall: 498000.0) avg_msec=1.2 (overall: 1.3)\r" +
+		"SET: 673400.69 requests per second, p50=0.759 msec\n" +
+		"GET: rps=700000.0 (overall: 690000.0) avg_msec=1.0 (overall: 1.0)\r" +
+		"GET: 769230.81 requests per second, p50=0.671 msec\n\n"
+	set, get, err := parseBenchmark(out)
+	if err != nil {
+		t.Fatalf("parseBenchmark = %v", err)
+	}
+	if diff := cmp.Diff([]float64{673400.69, 769230.81}, []float64{set, get}); diff != "" {
+		t.Errorf("parseBenchmark SET, GET mismatch (-want +got):\n%s", diff)
+	}
+	if _, _, err := parseBenchmark("Could not connect to Redis"); err == nil {
+		t.Errorf("parseBenchmark(no rates) = nil error, want one")
+	}
+}
+
+func TestHistogram_BucketsAreWithinThreePercent(t *testing.T) {
+	for ns := uint64(1); ns < 1<<40; ns = ns*3/2 + 1 {
+		mid := bucketMid(bucketOf(ns))
+		if err := math.Abs(float64(mid)-float64(ns)) / float64(ns); err > 1.0/32 {
+			t.Errorf("bucketMid(bucketOf(%d)) = %d, %.1f%% off, want within 3.1%%", ns, mid, 100*err)
+		}
+	}
+}
+
+func TestHistogram_Quantiles(t *testing.T) {
+	var h histogram
+	for i := 1; i <= 1000; i++ {
+		h.record(time.Duration(i) * time.Microsecond)
+	}
+	for _, tc := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 500 * time.Microsecond}, {0.99, 990 * time.Microsecond}} {
+		got := h.quantile(tc.q)
+		if math.Abs(float64(got-tc.want))/float64(tc.want) > 0.04 {
+			t.Errorf("quantile(%v) = %v, want %v within 4%%", tc.q, got, tc.want)
+		}
+	}
+	if got := (&histogram{}).quantile(0.5); got != 0 {
+		t.Errorf("empty quantile(0.5) = %v, want 0", got)
+	}
+}

@@ -1,0 +1,173 @@
+// Command shop is a small web shop on the retail library: the "Fake Web
+// Retailer" of "Redis in Action" chapter 2, server-rendered.
+//
+//	go run ./examples/shop                       # in-memory store on 127.0.0.1:8080
+//	go run ./examples/shop -redis 127.0.0.1:6380 # Redis (several addresses: a cluster)
+//
+// The home page lists the most viewed items; item pages show the visitor's
+// recently viewed items and add to the cart; popular item pages are served
+// from the page cache to anonymous visitors (see the X-Cache response
+// header). Logging in takes any name. The session cleaner, the row cacher
+// (which refreshes the items' cached rows) and the view rescaler run in the
+// background. SIGINT or SIGTERM shuts the shop down cleanly.
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/backend/memory"
+)
+
+// rowDelay is how often the row cacher refreshes each item's cached row.
+const rowDelay = 10 * time.Second
+
+// shutdownGrace bounds how long requests in flight may finish at shutdown.
+const shutdownGrace = 5 * time.Second
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "shop:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+// run serves the shop until ctx ends, then shuts it down: the server first,
+// letting requests in flight finish, then the workers, then the store.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("shop", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8080", "address to serve on")
+	redisAddrs := fs.String("redis", "", "use Redis at `ADDR[,ADDR...]` instead of memory (several addresses: a cluster)")
+	cookieKey := fs.String("cookie-key", "", "`HEX` key of at least 32 bytes: use signed session cookies instead of token cookies")
+	secure := fs.Bool("secure", false, "mark the session cookie Secure (serve behind HTTPS)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	opts := shopOptions{Secure: *secure, Logger: logger}
+	if *cookieKey != "" {
+		key, err := hex.DecodeString(*cookieKey)
+		if err != nil {
+			return fmt.Errorf("-cookie-key: %w", err)
+		}
+		opts.SigningKey = key
+	}
+
+	store, backend, closeStore, err := openStore(*redisAddrs)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+
+	cat := newCatalog()
+	handler, err := newShop(store, cat, opts)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelError),
+	}
+
+	workCtx, stopWorkers := context.WithCancel(context.Background())
+	defer stopWorkers()
+	workers, err := startWorkers(workCtx, store, cat, logger)
+	if err != nil {
+		return err
+	}
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "shop: serving on http://%s (%s backend); stop with Ctrl-C\n", ln.Addr(), backend)
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-served:
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		serveErr = errors.Join(serveErr, err)
+	}
+	stopWorkers()
+	workers.Wait()
+	fmt.Fprintln(stdout, "shop: stopped")
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	return serveErr
+}
+
+// openStore returns the memory store, or a Redis store if redisAddrs is
+// not empty, with the backend's name and a function that closes it.
+func openStore(redisAddrs string) (store retail.Store, backend string, closeStore func(), err error) {
+	if redisAddrs == "" {
+		s := memory.New(memory.Options{})
+		return s, "memory", func() { s.Close() }, nil
+	}
+	s, closeRedis, cluster, err := openRedis(strings.Split(redisAddrs, ","), "")
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("-redis %s: %w", redisAddrs, err)
+	}
+	backend = "Redis"
+	if cluster {
+		backend = "Redis Cluster"
+	}
+	return s, backend, closeRedis, nil
+}
+
+// startWorkers runs the book's three background loops until ctx ends. Rows
+// of every item are scheduled for caching first, so that item pages read
+// them from the row cache.
+func startWorkers(ctx context.Context, store retail.Store, cat catalog, logger *slog.Logger) (*sync.WaitGroup, error) {
+	for id := range cat {
+		if err := store.ScheduleRowCache(ctx, id, rowDelay); err != nil {
+			return nil, err
+		}
+	}
+	load := func(_ context.Context, id string) (any, error) {
+		it, ok := cat[id]
+		if !ok {
+			return nil, fmt.Errorf("no item %q", id)
+		}
+		return it, nil
+	}
+	var wg sync.WaitGroup
+	for name, w := range map[string]interface{ Run(context.Context) error }{
+		"session cleaner": retail.NewSessionCleaner(store, retail.SessionCleanerOptions{Logger: logger}),
+		"row cacher":      retail.NewRowCacher(store, load, retail.RowCacherOptions{Logger: logger}),
+		"view rescaler":   retail.NewViewRescaler(store, retail.ViewRescalerOptions{Logger: logger}),
+	} {
+		wg.Go(func() {
+			if err := w.Run(ctx); err != nil {
+				logger.Error("shop: worker stopped", "worker", name, "err", err)
+			}
+		})
+	}
+	return &wg, nil
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/rueidis"
+	"github.com/retailkit/retail/backend/rueidisbackend"
+	"github.com/retailkit/retail/internal/redistest"
+)
+
+var prefixes atomic.Int64
+
+// uniquePrefix keeps each test's keys apart on a server it may share.
+func uniquePrefix() string {
+	return fmt.Sprintf("shoptest-%d-%d:", time.Now().UnixNano(), prefixes.Add(1))
+}
+
+// TestShop_FullVisitOnRedis runs one visitor's whole journey on the Redis
+// backend: on miniredis always, and on a private redis-server (with
+// client-side caching, through openRedis) where one can be started.
+func TestShop_FullVisitOnRedis(t *testing.T) {
+	t.Run("miniredis", func(t *testing.T) {
+		mr := miniredis.NewMiniRedis()
+		if err := mr.Start(); err != nil {
+			t.Fatalf("miniredis: %v", err)
+		}
+		t.Cleanup(mr.Close)
+		// miniredis has no client tracking and is no cluster.
+		client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{mr.Addr()}, DisableCache: true, ForceSingleClient: true})
+		if err != nil {
+			t.Fatalf("rueidis.NewClient = %v", err)
+		}
+		t.Cleanup(client.Close)
+		store, err := rueidisbackend.New(client, rueidisbackend.Options{})
+		if err != nil {
+			t.Fatalf("rueidisbackend.New = %v", err)
+		}
+		fullVisit(t, newTestShopOn(t, store, shopOptions{}))
+	})
+	t.Run("redis-server", func(t *testing.T) {
+		srv, err := redistest.StartServer()
+		if err != nil {
+			redistest.Skip(t, "no Redis server: "+err.Error())
+		}
+		t.Cleanup(func() { srv.Close() })
+		store, closeStore, cluster, err := openRedis([]string{srv.Addr()}, uniquePrefix())
+		if err != nil {
+			t.Fatalf("openRedis(%s) = %v", srv.Addr(), err)
+		}
+		t.Cleanup(closeStore)
+		if cluster {
+			t.Errorf("openRedis(one server) reports a cluster")
+		}
+		fullVisit(t, newTestShopOn(t, store, shopOptions{}))
+	})
+}
+
+// fullVisit logs in, browses, fills and empties the cart, checks that a
+// popular page is cached for anonymous visitors, and logs out.
+func fullVisit(t *testing.T, s *testShop) {
+	t.Helper()
+	ctx := context.Background()
+	v := s.visitor()
+	v.login("alice")
+	for _, id := range []string{"kettle", "mug", "teapot"} {
+		v.get("/item?item=" + id)
+	}
+	p := v.get("/item?item=kettle")
+	if diff := cmp.Diff([]string{"Electric kettle", "Cast-iron teapot", "Stoneware mug"}, linksIn(p, "recent")); diff != "" {
+		t.Errorf("recently viewed mismatch (-want +got):\n%s", diff)
+	}
+
+	v.setCartLine("kettle", "2", "item")
+	v.setCartLine("mug", "1", "item")
+	p = v.setCartLine("kettle", "0", "cart")
+	if diff := cmp.Diff([]string{"Stoneware mug"}, linksIn(p, "cart")); diff != "" {
+		t.Errorf("cart after adding two items and removing one mismatch (-want +got):\n%s", diff)
+	}
+
+	var got []string
+	for range 2 {
+		got = append(got, s.visitor().get("/item?item=kettle").header.Get("X-Cache"))
+	}
+	if diff := cmp.Diff([]string{"miss", "hit"}, got); diff != "" {
+		t.Errorf("X-Cache of two anonymous GETs of a popular item mismatch (-want +got):\n%s", diff)
+	}
+
+	p = v.post("/logout", nil)
+	if loggedInAs(p) != "" || p.status != http.StatusOK {
+		t.Errorf("after logout: status %d, logged in as %q, want 200, nobody", p.status, loggedInAs(p))
+	}
+	if _, ok := v.sessionCookie(); ok {
+		t.Errorf("session cookie kept after logout")
+	}
+	if n, err := s.store.SessionCount(ctx); n != 0 || err != nil {
+		t.Errorf("SessionCount after logout = %d, %v, want 0, nil", n, err)
+	}
+	if strings.Contains(v.get("/cart").body, "Stoneware mug") {
+		t.Errorf("cart still shown after logout")
+	}
+}

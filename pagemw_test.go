@@ -1,0 +1,457 @@
+package retail_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/backend/memory"
+)
+
+// pageHandler answers with its fields and counts its calls.
+type pageHandler struct {
+	calls  atomic.Int64
+	status int
+	header http.Header
+	body   string
+}
+
+func (h *pageHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := h.calls.Add(1)
+	for k, v := range h.header {
+		w.Header()[k] = v
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if h.status != 0 {
+		w.WriteHeader(h.status)
+	}
+	fmt.Fprintf(w, "%s (render %d)", h.body, n)
+}
+
+// response is what a client sees, for diffs.
+type response struct {
+	Status int
+	XCache string
+	Body   string
+}
+
+func serve(h http.Handler, method, target string) response {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, target, nil))
+	res := rec.Result()
+	return response{res.StatusCode, res.Header.Get("X-Cache"), rec.Body.String()}
+}
+
+// newPageStack returns a page middleware over a fresh store in which itemX
+// is ranked, wrapping h.
+func newPageStack(t *testing.T, h http.Handler, opts retail.PageMiddlewareOptions) (http.Handler, *memory.Store) {
+	t.Helper()
+	s, _ := newStore(t)
+	view(t, s, "itemX", 1)
+	return retail.NewPageMiddleware(&retail.PageCache{Store: s}, opts).Handler(h), s
+}
+
+func TestPageMiddleware_ServesPopularItemPagesFromTheCache(t *testing.T) {
+	h := &pageHandler{body: "itemX", header: http.Header{"X-Custom": {"kept"}}}
+	mw, _ := newPageStack(t, h, retail.PageMiddlewareOptions{})
+	const target = "http://shop.test/?item=itemX"
+	first := serve(mw, http.MethodGet, target)
+	rec := httptest.NewRecorder()
+	mw.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+	second := response{rec.Code, rec.Header().Get("X-Cache"), rec.Body.String()}
+
+	want := []response{{200, "miss", "itemX (render 1)"}, {200, "hit", "itemX (render 1)"}}
+	if diff := cmp.Diff(want, []response{first, second}); diff != "" {
+		t.Errorf("two GETs of a popular item page mismatch (-want +got):\n%s", diff)
+	}
+	for _, k := range []string{"X-Custom", "Content-Type", "Content-Length"} {
+		if rec.Header().Get(k) == "" {
+			t.Errorf("cached response lacks header %s; header: %v", k, rec.Header())
+		}
+	}
+}
+
+func TestPageMiddleware_PassesOtherMethodsThrough(t *testing.T) {
+	h := &pageHandler{body: "itemX"}
+	mw, _ := newPageStack(t, h, retail.PageMiddlewareOptions{})
+	const target = "http://shop.test/?item=itemX"
+	var got []response
+	for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodGet, http.MethodPost} {
+		got = append(got, serve(mw, method, target))
+	}
+	want := []response{
+		{200, "", "itemX (render 1)"},
+		{200, "", "itemX (render 2)"},
+		{200, "", "itemX (render 3)"},
+		{200, "miss", "itemX (render 4)"}, // nothing was cached before
+		{200, "", "itemX (render 5)"},     // nor served from the cache after
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("POST, PUT, DELETE, GET, POST mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestPageMiddleware_HeadIsServedFromTheGetEntryWithoutBody(t *testing.T) {
+	h := &pageHandler{body: "itemX"}
+	mw, _ := newPageStack(t, h, retail.PageMiddlewareOptions{})
+	const target = "http://shop.test/?item=itemX"
+
+	// A HEAD miss renders and stores nothing.
+	if got := serve(mw, http.MethodHead, target); got.XCache != "miss" {
+		t.Errorf("HEAD before any GET: X-Cache = %q, want miss", got.XCache)
+	}
+	if got := serve(mw, http.MethodGet, target); got.XCache != "miss" {
+		t.Errorf("GET after a HEAD miss: X-Cache = %q, want miss: HEAD must not store", got.XCache)
+	}
+	rec := httptest.NewRecorder()
+	mw.ServeHTTP(rec, httptest.NewRequest(http.MethodHead, target, nil))
+	if got := (response{rec.Code, rec.Header().Get("X-Cache"), rec.Body.String()}); got != (response{200, "hit", ""}) {
+		t.Errorf("HEAD after GET = %+v, want 200, hit, no body", got)
+	}
+	if got, want := rec.Header().Get("Content-Length"), fmt.Sprint(len("itemX (render 2)")); got != want {
+		t.Errorf("HEAD hit Content-Length = %q, want %q (the GET body's)", got, want)
+	}
+	if got := h.calls.Load(); got != 2 {
+		t.Errorf("handler calls = %d, want 2", got)
+	}
+}
+
+func TestPageMiddleware_CachesOnlyOKResponses(t *testing.T) {
+	for _, status := range []int{http.StatusNotFound, http.StatusInternalServerError, http.StatusFound, http.StatusNoContent, http.StatusPartialContent} {
+		h := &pageHandler{status: status}
+		mw, _ := newPageStack(t, h, retail.PageMiddlewareOptions{})
+		for range 2 {
+			serve(mw, http.MethodGet, "http://shop.test/?item=itemX")
+		}
+		if got := h.calls.Load(); got != 2 {
+			t.Errorf("status %d: handler calls for 2 GETs = %d, want 2 (not cached)", status, got)
+		}
+	}
+}
+
+func TestPageMiddleware_DoesNotCachePersonalResponses(t *testing.T) {
+	for _, header := range []http.Header{
+		{"Set-Cookie": {"a=b"}},
+		{"Cache-Control": {"private"}},
+		{"Cache-Control": {"max-age=60, PRIVATE"}},
+		{"Cache-Control": {`private="Set-Cookie"`}},
+		{"Cache-Control": {"no-store"}},
+		{"Cache-Control": {"public", "no-cache"}},
+		{"Vary": {"Cookie"}},
+		{"Trailer": {"X-Checksum"}},
+		{"X-Bad": {"a\nb"}},
+	} {
+		h := &pageHandler{header: header}
+		mw, _ := newPageStack(t, h, retail.PageMiddlewareOptions{})
+		var got []response
+		for range 2 {
+			got = append(got, serve(mw, http.MethodGet, "http://shop.test/?item=itemX"))
+		}
+		want := []response{{200, "miss", " (render 1)"}, {200, "miss", " (render 2)"}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("header %v: two GETs mismatch (-want +got):\n%s", header, diff)
+		}
+	}
+}
+
+func TestPageMiddleware_DoesNotCacheUnpopularOrDynamicPages(t *testing.T) {
+	h := &pageHandler{}
+	mw, _ := newPageStack(t, h, retail.PageMiddlewareOptions{})
+	for _, target := range []string{
+		"http://shop.test/",
+		"http://shop.test/?item=itemY", // never viewed: no rank
+		"http://shop.test/?item=itemX&_=123",
+	} {
+		for range 2 {
+			if got := serve(mw, http.MethodGet, target); got.XCache != "miss" {
+				t.Errorf("GET %s: X-Cache = %q, want miss", target, got.XCache)
+			}
+		}
+	}
+	if got := h.calls.Load(); got != 6 {
+		t.Errorf("handler calls = %d, want 6", got)
+	}
+}
+
+func TestPageMiddleware_QueryOrderAndHostCaseShareAnEntry(t *testing.T) {
+	ctx := context.Background()
+	h := &pageHandler{body: "itemX"}
+	mw, s := newPageStack(t, h, retail.PageMiddlewareOptions{})
+	serve(mw, http.MethodGet, "http://shop.test/?item=itemX&color=red&size=m")
+	for _, target := range []string{
+		"http://shop.test/?size=m&item=itemX&color=red",
+		"http://SHOP.test/?color=red&size=m&item=itemX",
+	} {
+		if got := serve(mw, http.MethodGet, target); got.XCache != "hit" {
+			t.Errorf("GET %s after the same query in another order: X-Cache = %q, want hit", target, got.XCache)
+		}
+	}
+	if got := serve(mw, http.MethodGet, "http://other.test/?item=itemX&color=red&size=m"); got.XCache != "miss" {
+		t.Errorf("GET on another host: X-Cache = %q, want miss", got.XCache)
+	}
+	if _, ok, _ := s.Page(ctx, "GET shop.test/?color=red&item=itemX&size=m"); !ok {
+		t.Errorf("no page stored under the canonical key %q", "GET shop.test/?color=red&item=itemX&size=m")
+	}
+}
+
+func TestPageMiddleware_ConcurrentMissesRenderOnce(t *testing.T) {
+	const requests = 50
+	ms, _ := newStore(t)
+	view(t, ms, "itemX", 1)
+	s := &pageCountingStore{Store: ms}
+	release := make(chan struct{})
+	var calls atomic.Int64
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		<-release
+		fmt.Fprint(w, "itemX")
+	})
+	mw := retail.NewPageMiddleware(&retail.PageCache{Store: s}, retail.PageMiddlewareOptions{}).Handler(h)
+
+	got := make([]response, requests)
+	var wg sync.WaitGroup
+	for i := range requests {
+		wg.Go(func() { got[i] = serve(mw, http.MethodGet, "http://shop.test/?item=itemX") })
+	}
+	// Hold the render until every request has missed, so they overlap it.
+	eventually(t, "every request to miss", func() bool { return s.pageReads.Load() >= requests })
+	close(release)
+	wg.Wait()
+
+	if n := calls.Load(); n != 1 {
+		t.Errorf("handler calls = %d, want 1", n)
+	}
+	misses := 0
+	for i, r := range got {
+		if r.Status != 200 || r.Body != "itemX" {
+			t.Errorf("request %d = %+v, want 200 itemX", i, r)
+		}
+		if r.XCache == "miss" {
+			misses++
+		}
+	}
+	if misses != 1 {
+		t.Errorf("responses with X-Cache: miss = %d, want 1 (the one that rendered)", misses)
+	}
+}
+
+func TestPageMiddleware_WaitersRenderThemselvesWhenTheFirstResponseIsPersonal(t *testing.T) {
+	const waiters = 10
+	ms, _ := newStore(t)
+	view(t, ms, "itemX", 1)
+	s := &pageCountingStore{Store: ms}
+	release := make(chan struct{})
+	var calls atomic.Int64
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		if who := r.Header.Get("X-Who"); who == "first" {
+			<-release
+			http.SetCookie(w, &http.Cookie{Name: "secret", Value: "first's"})
+		}
+		fmt.Fprint(w, "page for ", r.Header.Get("X-Who"))
+	})
+	mw := retail.NewPageMiddleware(&retail.PageCache{Store: s}, retail.PageMiddlewareOptions{}).Handler(h)
+	do := func(who string) *http.Response {
+		req := httptest.NewRequest(http.MethodGet, "http://shop.test/?item=itemX", nil)
+		req.Header.Set("X-Who", who)
+		rec := httptest.NewRecorder()
+		mw.ServeHTTP(rec, req)
+		return rec.Result()
+	}
+
+	var wg sync.WaitGroup
+	wg.Go(func() { do("first") })
+	eventually(t, "the first request to render", func() bool { return calls.Load() == 1 })
+	results := make([]*http.Response, waiters)
+	reads := s.pageReads.Load()
+	for i := range waiters {
+		wg.Go(func() { results[i] = do("waiter") })
+	}
+	// Each waiter reads the cache once before it joins the render.
+	eventually(t, "every waiter to miss", func() bool { return s.pageReads.Load() >= reads+waiters })
+	close(release)
+	wg.Wait()
+
+	for i, res := range results {
+		if c := res.Header["Set-Cookie"]; len(c) != 0 {
+			t.Errorf("waiter %d got Set-Cookie %q, want none: a personal response must not be shared", i, c)
+		}
+	}
+	if got := calls.Load(); got != 1+waiters {
+		t.Errorf("handler calls = %d, want %d", got, 1+waiters)
+	}
+}
+
+func TestPageMiddleware_SkipsRequestsWithASessionByDefault(t *testing.T) {
+	h := &pageHandler{}
+	mw, _ := newPageStack(t, h, retail.PageMiddlewareOptions{})
+	const target = "http://shop.test/?item=itemX"
+	serve(mw, http.MethodGet, target) // cached for anonymous visitors
+
+	req := httptest.NewRequest(http.MethodGet, target, nil)
+	req = req.WithContext(retail.WithSession(req.Context(), retail.Session{Token: "t", User: "alice"}))
+	rec := httptest.NewRecorder()
+	mw.ServeHTTP(rec, req)
+	if got := rec.Header().Get("X-Cache"); got != "miss" || h.calls.Load() != 2 {
+		t.Errorf("GET with a session: X-Cache %q, handler calls %d, want miss, 2", got, h.calls.Load())
+	}
+
+	req = httptest.NewRequest(http.MethodGet, target, nil)
+	req.Header.Set("Authorization", "Bearer x")
+	rec = httptest.NewRecorder()
+	mw.ServeHTTP(rec, req)
+	if got := rec.Header().Get("X-Cache"); got != "miss" || h.calls.Load() != 3 {
+		t.Errorf("GET with Authorization: X-Cache %q, handler calls %d, want miss, 3", got, h.calls.Load())
+	}
+}
+
+func TestPageMiddleware_SkipOptionReplacesTheDefault(t *testing.T) {
+	h := &pageHandler{}
+	mw, _ := newPageStack(t, h, retail.PageMiddlewareOptions{Skip: func(r *http.Request) bool {
+		return r.URL.Query().Has("preview")
+	}})
+	for _, target := range []string{"http://shop.test/?item=itemX&preview=1", "http://shop.test/?item=itemX&preview=1"} {
+		if got := serve(mw, http.MethodGet, target); got.XCache != "miss" {
+			t.Errorf("GET %s: X-Cache = %q, want miss", target, got.XCache)
+		}
+	}
+	req := httptest.NewRequest(http.MethodGet, "http://shop.test/?item=itemX", nil)
+	req.Header.Set("Authorization", "Bearer x") // no longer skipped
+	for _, want := range []string{"miss", "hit"} {
+		rec := httptest.NewRecorder()
+		mw.ServeHTTP(rec, req)
+		if got := rec.Header().Get("X-Cache"); got != want {
+			t.Errorf("GET with Authorization under a custom Skip: X-Cache = %q, want %q", got, want)
+		}
+	}
+}
+
+func TestPageMiddleware_CacheableReplacesTheBookRule(t *testing.T) {
+	s, _ := newStore(t)
+	c := &retail.PageCache{Store: s, Cacheable: func(_ context.Context, u *url.URL) (bool, error) {
+		return u.Path == "/about", nil
+	}}
+	h := &pageHandler{body: "about"}
+	mw := retail.NewPageMiddleware(c, retail.PageMiddlewareOptions{}).Handler(h)
+	var got []string
+	for range 2 {
+		got = append(got, serve(mw, http.MethodGet, "http://shop.test/about").XCache)
+	}
+	if diff := cmp.Diff([]string{"miss", "hit"}, got); diff != "" {
+		t.Errorf("X-Cache of two GETs of /about mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestPageMiddleware_ServesPagesWhenTheStoreFails(t *testing.T) {
+	s, _ := newStore(t)
+	view(t, s, "itemX", 1)
+	logs := &logRecorder{}
+	h := &pageHandler{body: "itemX"}
+	mw := retail.NewPageMiddleware(&retail.PageCache{Store: s}, retail.PageMiddlewareOptions{Logger: logs.Logger()}).Handler(h)
+	s.Close()
+	if got := serve(mw, http.MethodGet, "http://shop.test/?item=itemX"); got != (response{200, "miss", "itemX (render 1)"}) {
+		t.Errorf("GET with a closed store = %+v, want the rendered page", got)
+	}
+	if !strings.Contains(logs.String(), "closed") {
+		t.Errorf("log = %q, want the store's error", logs.String())
+	}
+}
+
+func TestPageMiddleware_RerendersEntriesThatDoNotDecode(t *testing.T) {
+	h := &pageHandler{body: "itemX"}
+	mw, s := newPageStack(t, h, retail.PageMiddlewareOptions{})
+	const key = "GET shop.test/?item=itemX"
+	for _, junk := range []string{"", "<h1>old format</h1>", "retail-page/1 200\nNo-Blank-Line: x", "retail-page/9 200\n\nbody"} {
+		if err := s.SetPage(context.Background(), key, []byte(junk), time.Minute); err != nil {
+			t.Fatalf("SetPage = %v", err)
+		}
+		if got := serve(mw, http.MethodGet, "http://shop.test/?item=itemX"); got.XCache != "miss" || !strings.HasPrefix(got.Body, "itemX") {
+			t.Errorf("GET over entry %q = %+v, want a fresh render", junk, got)
+		}
+		if got := serve(mw, http.MethodGet, "http://shop.test/?item=itemX"); got.XCache != "hit" {
+			t.Errorf("GET after re-rendering over %q: X-Cache = %q, want hit", junk, got.XCache)
+		}
+	}
+}
+
+func TestPageMiddleware_StreamsFlushedResponsesUncached(t *testing.T) {
+	var calls atomic.Int64
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		fmt.Fprint(w, "part 1 ")
+		http.NewResponseController(w).Flush()
+		fmt.Fprint(w, "part 2")
+	})
+	mw, _ := newPageStack(t, h, retail.PageMiddlewareOptions{})
+	for range 2 {
+		rec := httptest.NewRecorder()
+		mw.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://shop.test/?item=itemX", nil))
+		if rec.Body.String() != "part 1 part 2" || !rec.Flushed {
+			t.Errorf("flushed response: body %q, flushed %v, want %q, true", rec.Body.String(), rec.Flushed, "part 1 part 2")
+		}
+	}
+	if got := calls.Load(); got != 2 {
+		t.Errorf("handler calls = %d, want 2 (not cached)", got)
+	}
+}
+
+func TestPageMiddleware_PanicReleasesThePage(t *testing.T) {
+	var calls atomic.Int64
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			panic("boom")
+		}
+		fmt.Fprint(w, "itemX")
+	})
+	mw, _ := newPageStack(t, h, retail.PageMiddlewareOptions{})
+	func() {
+		defer func() {
+			if got := recover(); got != "boom" {
+				t.Errorf("recover() = %v, want %q", got, "boom")
+			}
+		}()
+		serve(mw, http.MethodGet, "http://shop.test/?item=itemX")
+	}()
+	if got := serve(mw, http.MethodGet, "http://shop.test/?item=itemX"); got != (response{200, "miss", "itemX"}) {
+		t.Errorf("GET after a panic = %+v, want a fresh render", got)
+	}
+}
+
+func TestNewPageMiddleware_PanicsWithoutAStore(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Errorf("NewPageMiddleware(&PageCache{}) did not panic")
+		}
+	}()
+	retail.NewPageMiddleware(&retail.PageCache{}, retail.PageMiddlewareOptions{})
+}
+
+func ExampleNewPageMiddleware() {
+	ctx := context.Background()
+	store := memory.New(memory.Options{})
+	defer store.Close()
+	_ = store.UpdateToken(ctx, "3f1c9a", "alice", "itemX") // itemX is now ranked
+
+	pages := retail.NewPageMiddleware(&retail.PageCache{Store: store}, retail.PageMiddlewareOptions{})
+	handler := pages.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "<h1>%s</h1>", r.URL.Query().Get("item"))
+	}))
+	for range 2 {
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://shop.test/?item=itemX", nil))
+		fmt.Println(rec.Header().Get("X-Cache"), rec.Body)
+	}
+
+	// Output:
+	// miss <h1>itemX</h1>
+	// hit <h1>itemX</h1>
+}

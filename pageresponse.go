@@ -1,0 +1,231 @@
+package retail
+
+// This file holds the responses of the page-cache middleware (pagemw.go):
+// how a handler's response is captured, which responses may be cached,
+// and the format a cached response is stored in.
+
+import (
+	"bytes"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// pageRecorder captures a response so that it can be cached, until it
+// turns out not to be cacheable: then it passes what it holds, and
+// everything after, to w.
+type pageRecorder struct {
+	w      http.ResponseWriter
+	header http.Header // what the handler sees; snapshot taken at WriteHeader
+	onPass func()      // called once when the recorder starts passing through
+
+	wrote  bool        // WriteHeader happened
+	status int         // the final status
+	sent   http.Header // the header as of WriteHeader
+	body   bytes.Buffer
+	passed bool // writing through to w: the response will not be cached
+}
+
+func (rec *pageRecorder) Header() http.Header { return rec.header }
+
+func (rec *pageRecorder) WriteHeader(code int) {
+	if rec.wrote {
+		return
+	}
+	if code >= 100 && code < 200 {
+		// Informational responses (103 Early Hints) are dropped: they
+		// cannot be replayed from the cache.
+		return
+	}
+	rec.wrote = true
+	rec.status = code
+	rec.sent = rec.header.Clone()
+	if rec.sent == nil {
+		rec.sent = make(http.Header)
+	}
+	if code != http.StatusOK || !cacheableHeader(rec.sent) {
+		rec.pass()
+	}
+}
+
+func (rec *pageRecorder) Write(p []byte) (int, error) {
+	if !rec.wrote {
+		rec.WriteHeader(http.StatusOK)
+	}
+	if !rec.passed && rec.body.Len()+len(p) > MaxPageSize {
+		rec.pass()
+	}
+	if rec.passed {
+		return rec.w.Write(p)
+	}
+	return rec.body.Write(p)
+}
+
+// Flush makes the response stream: it is passed through and not cached.
+func (rec *pageRecorder) Flush() {
+	if !rec.wrote {
+		rec.WriteHeader(http.StatusOK)
+	}
+	rec.pass()
+	if f, ok := rec.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// pass sends what the recorder holds to w and makes it write through from
+// now on.
+func (rec *pageRecorder) pass() {
+	if rec.passed {
+		return
+	}
+	rec.passed = true
+	rec.onPass()
+	h := rec.w.Header()
+	maps.Copy(h, rec.sent)
+	h.Set("X-Cache", CacheMiss)
+	rec.w.WriteHeader(rec.status)
+	if rec.body.Len() > 0 {
+		rec.w.Write(rec.body.Bytes())
+		rec.body.Reset()
+	}
+}
+
+// page returns the captured response, or nil if it was passed through.
+func (rec *pageRecorder) page() *cachedPage {
+	if !rec.wrote {
+		rec.WriteHeader(http.StatusOK) // a handler that writes nothing sends 200
+	}
+	if rec.passed {
+		return nil
+	}
+	h := rec.sent
+	for _, k := range hopHeaders {
+		h.Del(k) // Content-Length is set anew from the body on every serve
+	}
+	if _, ok := h["Content-Type"]; !ok {
+		// What net/http would sniff, fixed now so that every serve of
+		// the entry says the same.
+		h.Set("Content-Type", http.DetectContentType(rec.body.Bytes()))
+	}
+	return &cachedPage{status: rec.status, header: h, body: rec.body.Bytes()}
+}
+
+// cacheableHeader reports whether a 200 response with header h may be
+// cached and shared.
+func cacheableHeader(h http.Header) bool {
+	if len(h["Set-Cookie"]) > 0 || len(h["Vary"]) > 0 || len(h["Trailer"]) > 0 {
+		return false
+	}
+	for _, v := range h["Cache-Control"] {
+		for d := range strings.SplitSeq(v, ",") {
+			name, _, _ := strings.Cut(strings.TrimSpace(d), "=")
+			switch strings.ToLower(strings.TrimSpace(name)) {
+			case "private", "no-store", "no-cache":
+				return false
+			}
+		}
+	}
+	for k, vs := range h {
+		if strings.HasPrefix(k, http.TrailerPrefix) || !encodableHeaderKey(k) {
+			return false
+		}
+		for _, v := range vs {
+			if strings.ContainsAny(v, "\r\n") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func encodableHeaderKey(k string) bool {
+	return k != "" && !strings.ContainsAny(k, ": \t\r\n")
+}
+
+// hopHeaders are not cached: they describe one connection or one
+// response, and net/http sets them when serving.
+var hopHeaders = []string{"Connection", "Content-Length", "Date", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Upgrade", "X-Cache"}
+
+// cachedPage is a response as the cache keeps it.
+type cachedPage struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// serve writes p to w, without the body for HEAD requests.
+func (p *cachedPage) serve(w http.ResponseWriter, r *http.Request, xcache string) {
+	h := w.Header()
+	for k, vs := range p.header {
+		h[k] = slices.Clone(vs) // p is shared; what w's header holds may be changed
+	}
+	h.Set("Content-Length", strconv.Itoa(len(p.body)))
+	h.Set("X-Cache", xcache)
+	w.WriteHeader(p.status)
+	if r.Method != http.MethodHead {
+		w.Write(p.body)
+	}
+}
+
+// pageFormat starts every cached entry. The format is
+//
+//	retail-page/1 STATUS\n
+//	Key: value\n        (one line a value, keys sorted)
+//	\n
+//	body
+//
+// A later format changes the version, so that old entries miss.
+const pageFormat = "retail-page/1 "
+
+func (p *cachedPage) encode() []byte {
+	var b bytes.Buffer
+	b.Grow(len(p.body) + 256)
+	b.WriteString(pageFormat)
+	b.WriteString(strconv.Itoa(p.status))
+	b.WriteByte('\n')
+	for _, k := range slices.Sorted(maps.Keys(p.header)) {
+		for _, v := range p.header[k] {
+			b.WriteString(k)
+			b.WriteString(": ")
+			b.WriteString(v)
+			b.WriteByte('\n')
+		}
+	}
+	b.WriteByte('\n')
+	b.Write(p.body)
+	return b.Bytes()
+}
+
+func decodePage(data []byte) (*cachedPage, bool) {
+	rest, ok := bytes.CutPrefix(data, []byte(pageFormat))
+	if !ok {
+		return nil, false
+	}
+	line, rest, ok := bytes.Cut(rest, []byte{'\n'})
+	if !ok || len(line) != 3 {
+		return nil, false
+	}
+	status, err := strconv.Atoi(string(line))
+	if err != nil || status < 200 || status > 599 {
+		return nil, false
+	}
+	p := &cachedPage{status: status, header: make(http.Header)}
+	for {
+		line, rest, ok = bytes.Cut(rest, []byte{'\n'})
+		if !ok {
+			return nil, false
+		}
+		if len(line) == 0 {
+			break
+		}
+		k, v, ok := bytes.Cut(line, []byte(": "))
+		if !ok || !encodableHeaderKey(string(k)) {
+			return nil, false
+		}
+		p.header[string(k)] = append(p.header[string(k)], string(v))
+	}
+	p.body = rest
+	return p, true
+}
