@@ -37,8 +37,10 @@ func StartCluster(masters int) (*Cluster, error) {
 	if masters < 3 {
 		return nil, fmt.Errorf("redistest: a cluster needs at least 3 masters, not %d", masters)
 	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		return nil, fmt.Errorf("%w: redis-server is not on PATH and %s is not set", ErrUnavailable, envClusterAddrs)
+	for _, bin := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return nil, fmt.Errorf("%w: %s is not on PATH and %s is not set", ErrUnavailable, bin, envClusterAddrs)
+		}
 	}
 	ports, err := pickPorts(masters, true)
 	if err != nil {
@@ -96,24 +98,27 @@ func existingCluster(env string) (*Cluster, error) {
 	return c, nil
 }
 
-// create does what redis-cli --cluster create does, minus its waiting: spread the slots evenly,
-// give each node its own config epoch, and introduce every pair of nodes. redis-cli introduces
-// every node to the first one only, leaves the rest to gossip (one random ping a second), and
-// polls once a second until all nodes agree, which took from 1 to 10 s here. With every pair
-// introduced directly, the nodes agree within a few cluster ticks.
+// create forms the cluster with redis-cli --cluster create, the way an
+// operator would. redis-cli introduces every node to the first one only and
+// leaves the rest to gossip; introducing every pair directly afterwards
+// makes the nodes agree within a few cluster ticks instead of seconds.
 func (c *Cluster) create() error {
-	n := len(c.addrs)
-	for i, addr := range c.addrs {
-		args := []string{"CLUSTER", "ADDSLOTS"}
-		for slot := i * clusterSlots / n; slot < (i+1)*clusterSlots/n; slot++ {
-			args = append(args, strconv.Itoa(slot))
+	args := append([]string{"--cluster", "create"}, c.addrs...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	cmd := exec.Command("redis-cli", args...)
+	done := make(chan struct{})
+	timer := time.AfterFunc(clusterReadyTimeout, func() {
+		select {
+		case <-done:
+		default:
+			cmd.Process.Kill()
 		}
-		if _, err := do(addr, 5*time.Second, args...); err != nil {
-			return fmt.Errorf("redistest: CLUSTER ADDSLOTS on %s: %w", addr, err)
-		}
-		if _, err := do(addr, time.Second, "CLUSTER", "SET-CONFIG-EPOCH", strconv.Itoa(i+1)); err != nil {
-			return fmt.Errorf("redistest: CLUSTER SET-CONFIG-EPOCH on %s: %w", addr, err)
-		}
+	})
+	out, err := cmd.CombinedOutput()
+	close(done)
+	timer.Stop()
+	if err != nil {
+		return fmt.Errorf("redistest: redis-cli --cluster create: %w\n%s", err, out)
 	}
 	for i, addr := range c.addrs {
 		for _, peer := range c.procs[i+1:] {
