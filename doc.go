@@ -22,6 +22,11 @@
 // ([Rows]); [RowCacher] claims due rows, loads them through a callback and
 // stores them.
 //
+// On the web, [SessionManager] issues token cookies (or signed cookies),
+// calls UpdateToken with the item of each item page and puts the [Session]
+// in the request context; [NewPageMiddleware] serves cacheable pages from
+// the page cache with an X-Cache header.
+//
 // Time comes from a [Clock], so tests move a [ManualClock] instead of
 // sleeping.
 //
