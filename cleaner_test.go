@@ -165,10 +165,5 @@ func TestSessionCleaner_RejectsInvalidOptions(t *testing.T) {
 }
 
 func TestNewSessionCleaner_PanicsOnNilStore(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Errorf("NewSessionCleaner(nil, ...) did not panic")
-		}
-	}()
-	retail.NewSessionCleaner(nil, retail.SessionCleanerOptions{})
+	wantPanic(t, "NewSessionCleaner(nil, ...)", func() { retail.NewSessionCleaner(nil, retail.SessionCleanerOptions{}) })
 }

@@ -45,14 +45,11 @@ type PageCache struct {
 	// page key still apply on top of it.
 	Cacheable func(ctx context.Context, u *url.URL) (bool, error)
 
-	mu      sync.Mutex
-	flights map[string]*flight // page key -> the render in progress for it
+	flights flights[fillResult] // the renders in progress, by page key
 }
 
-// flight is one render in progress that concurrent misses for a page key wait
-// on instead of rendering again.
-type flight struct {
-	done chan struct{} // closed when the fields below are final
+// fillResult is what the render of a page gives the calls waiting on it.
+type fillResult struct {
 	body []byte
 	hit  bool
 	err  error
@@ -60,6 +57,52 @@ type flight struct {
 	// the caller that ran it ended. Waiters whose own context is alive
 	// retry instead of inheriting someone else's cancellation.
 	abandoned bool
+}
+
+// flights coalesces concurrent misses for one page key: the first caller
+// (the leader) renders, the others wait on its flight. [PageCache] and
+// [PageMiddleware] share it; the zero value is ready to use.
+type flights[T any] struct {
+	mu sync.Mutex
+	m  map[string]*flight[T]
+}
+
+// flight is one render in progress.
+type flight[T any] struct {
+	done chan struct{} // closed by the first release
+	once sync.Once
+	val  T // final once done is closed
+}
+
+// release sets f's value and wakes its waiters; later calls do nothing.
+func (f *flight[T]) release(v T) {
+	f.once.Do(func() {
+		f.val = v
+		close(f.done)
+	})
+}
+
+// join returns the flight for key, or registers a new one, in which case
+// leader is true and the caller must render, then call leave.
+func (g *flights[T]) join(key string) (f *flight[T], leader bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if f := g.m[key]; f != nil {
+		return f, false
+	}
+	if g.m == nil {
+		g.m = make(map[string]*flight[T])
+	}
+	f = &flight[T]{done: make(chan struct{})}
+	g.m[key] = f
+	return f, true
+}
+
+// leave ends the leader's flight for key: later misses start a new one.
+func (g *flights[T]) leave(key string) {
+	g.mu.Lock()
+	delete(g.m, key)
+	g.mu.Unlock()
 }
 
 var errRenderPanicked = errors.New("retail: CacheRequest: render panicked")
@@ -141,58 +184,36 @@ func (c *PageCache) CacheRequest(ctx context.Context, u *url.URL, render func(co
 		return body, true, nil
 	}
 	for {
-		r, leader := c.join(key)
+		f, leader := c.flights.join(key)
 		if leader {
-			c.run(ctx, r, key, ttl, render)
-		} else {
-			select {
-			case <-r.done:
-			case <-ctx.Done():
-				return nil, false, wrapCacheRequest(ctx.Err())
-			}
+			c.run(ctx, f, key, ttl, render)
+			return f.val.body, f.val.hit, f.val.err
 		}
-		if leader {
-			return r.body, r.hit, r.err
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return nil, false, wrapCacheRequest(ctx.Err())
 		}
-		if r.abandoned && ctx.Err() == nil {
+		if f.val.abandoned && ctx.Err() == nil {
 			continue
 		}
 		// Each caller owns the body it gets, as from a Store.
-		return bytes.Clone(r.body), r.hit, r.err
+		return bytes.Clone(f.val.body), f.val.hit, f.val.err
 	}
 }
 
-// join returns the render in flight for key, or registers a new one, in
-// which case leader is true and the caller must run it.
-func (c *PageCache) join(key string) (r *flight, leader bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if r := c.flights[key]; r != nil {
-		return r, false
-	}
-	if c.flights == nil {
-		c.flights = make(map[string]*flight)
-	}
-	r = &flight{done: make(chan struct{})}
-	c.flights[key] = r
-	return r, true
-}
-
-// run fills in r and releases its waiters, even if render panics.
-func (c *PageCache) run(ctx context.Context, r *flight, key string, ttl time.Duration, render func(context.Context) ([]byte, error)) {
-	finished := false
+// run renders for the flight f and releases its waiters, even if render
+// panics.
+func (c *PageCache) run(ctx context.Context, f *flight[fillResult], key string, ttl time.Duration, render func(context.Context) ([]byte, error)) {
+	r := fillResult{err: errRenderPanicked} // kept only if fill panics
 	defer func() {
-		if !finished {
-			r.body, r.hit, r.err = nil, false, errRenderPanicked
-		}
-		c.mu.Lock()
-		delete(c.flights, key)
-		c.mu.Unlock()
-		close(r.done)
+		// Leave before releasing, so that a waiter that retries starts a
+		// new flight instead of finding this one again.
+		c.flights.leave(key)
+		f.release(r)
 	}()
 	r.body, r.hit, r.err = c.fill(ctx, key, ttl, render)
 	r.abandoned = r.err != nil && ctx.Err() != nil
-	finished = true
 }
 
 // fill renders the page under key and caches it.
@@ -227,7 +248,7 @@ func (c *PageCache) settings() (ttl time.Duration, err error) {
 		ttl = DefaultPageTTL
 	}
 	if ttl < MinDuration || ttl > MaxPageTTL {
-		return 0, invalid("PageCache", "TTL", "not in "+MinDuration.String()+".."+maxDurationStr)
+		return 0, invalid("PageCache", "TTL", "not in "+MinDuration.String()+".."+days(MaxPageTTL))
 	}
 	if c.MaxRank < 0 {
 		return 0, invalid("PageCache", "MaxRank", "negative")

@@ -57,6 +57,15 @@ func view(t *testing.T, s retail.Sessions, item string, times int) {
 	}
 }
 
+// newRankedStore returns a fresh store and its clock, with one view of
+// itemX, so that itemX is ranked and the book's rule caches its page.
+func newRankedStore(t *testing.T) (*memory.Store, *retail.ManualClock) {
+	t.Helper()
+	s, clock := newStore(t)
+	view(t, s, "itemX", 1)
+	return s, clock
+}
+
 // hasPage reports whether s caches a page for u.
 func hasPage(t *testing.T, s retail.Pages, u *url.URL) bool {
 	t.Helper()
@@ -102,8 +111,7 @@ func TestPageCache_BookScenario(t *testing.T) {
 }
 
 func TestPageCache_NeverStoresUncacheablePages(t *testing.T) {
-	s, _ := newStore(t)
-	view(t, s, "itemX", 1)
+	s, _ := newRankedStore(t)
 	view(t, s, "itemY", 1)
 	c := &retail.PageCache{Store: s}
 	for _, tc := range []struct{ name, url string }{
@@ -142,8 +150,7 @@ func TestPageCache_NeverStoresUncacheablePages(t *testing.T) {
 
 func TestPageCache_RendersPagesWithOverlongKeys(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newStore(t)
-	view(t, s, "itemX", 1)
+	s, _ := newRankedStore(t)
 	c := &retail.PageCache{Store: s}
 	raw := "http://test.com/" + strings.Repeat("p", retail.MaxPageKeyLen) + "?item=itemX"
 	u := mustParse(t, raw)
@@ -213,8 +220,7 @@ func TestCanCache_BookRankLimit(t *testing.T) {
 
 func TestPageCache_DoesNotCacheRenderErrors(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newStore(t)
-	view(t, s, "itemX", 1)
+	s, _ := newRankedStore(t)
 	c := &retail.PageCache{Store: s}
 	u := mustParse(t, "http://test.com/?item=itemX")
 	errRender := errors.New("render failed")
@@ -237,8 +243,7 @@ func TestPageCache_DoesNotCacheRenderErrors(t *testing.T) {
 
 func TestPageCache_DoesNotCacheOversizedBodies(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newStore(t)
-	view(t, s, "itemX", 1)
+	s, _ := newRankedStore(t)
 	c := &retail.PageCache{Store: s}
 	u := mustParse(t, "http://test.com/?item=itemX")
 	r := &renderer{body: strings.Repeat("x", retail.MaxPageSize+1)}
@@ -258,8 +263,7 @@ func TestPageCache_DoesNotCacheOversizedBodies(t *testing.T) {
 
 func TestPageCache_ExpiresAfterTTL(t *testing.T) {
 	ctx := context.Background()
-	s, clock := newStore(t)
-	view(t, s, "itemX", 1)
+	s, clock := newRankedStore(t)
 	c := &retail.PageCache{Store: s, TTL: 10 * time.Second}
 	u := mustParse(t, "http://test.com/?item=itemX")
 	r := &renderer{body: "page"}
@@ -289,8 +293,7 @@ func TestPageCache_ExpiresAfterTTL(t *testing.T) {
 
 func TestCacheRequest_UsesBookTTL(t *testing.T) {
 	ctx := context.Background()
-	s, clock := newStore(t)
-	view(t, s, "itemX", 1)
+	s, clock := newRankedStore(t)
 	u := mustParse(t, "http://test.com/?item=itemX")
 	r := &renderer{body: "page"}
 	for _, step := range []struct {
@@ -326,8 +329,7 @@ func (s *pageCountingStore) Page(ctx context.Context, key string) ([]byte, bool,
 func TestPageCache_ConcurrentMissesRenderOnce(t *testing.T) {
 	const callers = 50
 	ctx := context.Background()
-	ms, _ := newStore(t)
-	view(t, ms, "itemX", 1)
+	ms, _ := newRankedStore(t)
 	s := &pageCountingStore{Store: ms}
 	c := &retail.PageCache{Store: s}
 	u := mustParse(t, "http://test.com/?item=itemX")
@@ -364,8 +366,7 @@ func TestPageCache_ConcurrentMissesRenderOnce(t *testing.T) {
 }
 
 func TestPageCache_CanceledRenderDoesNotFailWaiters(t *testing.T) {
-	ms, _ := newStore(t)
-	view(t, ms, "itemX", 1)
+	ms, _ := newRankedStore(t)
 	s := &pageCountingStore{Store: ms}
 	c := &retail.PageCache{Store: s}
 	u := mustParse(t, "http://test.com/?item=itemX")
@@ -424,8 +425,7 @@ func TestPageCache_CanceledRenderDoesNotFailWaiters(t *testing.T) {
 
 func TestPageCache_RenderPanicReleasesThePage(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newStore(t)
-	view(t, s, "itemX", 1)
+	s, _ := newRankedStore(t)
 	c := &retail.PageCache{Store: s}
 	u := mustParse(t, "http://test.com/?item=itemX")
 	func() {
@@ -453,8 +453,7 @@ func (s failingSetPage) SetPage(context.Context, string, []byte, time.Duration) 
 
 func TestPageCache_ReturnsBodyWhenCachingFails(t *testing.T) {
 	ctx := context.Background()
-	ms, _ := newStore(t)
-	view(t, ms, "itemX", 1)
+	ms, _ := newRankedStore(t)
 	errWrite := errors.New("write failed")
 	c := &retail.PageCache{Store: failingSetPage{ms, errWrite}}
 	u := mustParse(t, "http://test.com/?item=itemX")
@@ -467,8 +466,7 @@ func TestPageCache_ReturnsBodyWhenCachingFails(t *testing.T) {
 
 func TestPageCache_ClosedStore(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newStore(t)
-	view(t, s, "itemX", 1)
+	s, _ := newRankedStore(t)
 	c := &retail.PageCache{Store: s}
 	u := mustParse(t, "http://test.com/?item=itemX")
 	s.Close()
@@ -515,8 +513,7 @@ func TestPageCache_CacheableReplacesBookRule(t *testing.T) {
 
 func TestPageCache_RejectsInvalidSettings(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newStore(t)
-	view(t, s, "itemX", 1)
+	s, _ := newRankedStore(t)
 	u := mustParse(t, "http://test.com/?item=itemX")
 	for _, c := range []*retail.PageCache{
 		{Store: s, TTL: -time.Second},

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"sync"
 	"time"
 )
 
@@ -79,23 +78,9 @@ type PageMiddleware struct {
 	cache *PageCache
 	opts  PageMiddlewareOptions
 
-	mu      sync.Mutex
-	flights map[string]*pageFlight
-}
-
-// pageFlight is a render in progress that concurrent misses for its key
-// wait on.
-type pageFlight struct {
-	done chan struct{} // closed when page is final
-	once sync.Once
-	page *cachedPage // nil if the render cannot be shared
-}
-
-func (f *pageFlight) release(p *cachedPage) {
-	f.once.Do(func() {
-		f.page = p
-		close(f.done)
-	})
+	// The renders in progress, by page key; a flight's value is nil if
+	// its response cannot be shared.
+	flights flights[*cachedPage]
 }
 
 // NewPageMiddleware returns a middleware that caches pages with c. It
@@ -180,15 +165,15 @@ func (m *PageMiddleware) serveCached(w http.ResponseWriter, r *http.Request, nex
 // already running it.
 func (m *PageMiddleware) fill(w http.ResponseWriter, r *http.Request, next http.Handler, key string, ttl time.Duration) {
 	ctx := r.Context()
-	f, leader := m.join(key)
+	f, leader := m.flights.join(key)
 	if !leader {
 		select {
 		case <-f.done:
 		case <-ctx.Done():
 			return // the client is gone; there is no one to answer
 		}
-		if f.page != nil {
-			f.page.serve(w, r, CacheHit)
+		if f.val != nil {
+			f.val.serve(w, r, CacheHit)
 			return
 		}
 		w.Header().Set("X-Cache", CacheMiss)
@@ -198,10 +183,8 @@ func (m *PageMiddleware) fill(w http.ResponseWriter, r *http.Request, next http.
 	defer func() {
 		// Release the waiters even if next panics: they render
 		// themselves.
+		m.flights.leave(key)
 		f.release(nil)
-		m.mu.Lock()
-		delete(m.flights, key)
-		m.mu.Unlock()
 	}()
 	// A render for key may have finished and cached the page between this
 	// request's miss and its turn to render: look again, so that a page is
@@ -215,8 +198,8 @@ func (m *PageMiddleware) fill(w http.ResponseWriter, r *http.Request, next http.
 	next.ServeHTTP(rec, r)
 	p := rec.page()
 	if p == nil || ctx.Err() != nil {
-		// Not cacheable, or perhaps cut short: not for sharing.
-		f.release(nil)
+		// Not cacheable, or perhaps cut short: not for sharing. Passing
+		// releases the waiters (onPass).
 		rec.pass()
 		return
 	}
@@ -227,22 +210,6 @@ func (m *PageMiddleware) fill(w http.ResponseWriter, r *http.Request, next http.
 	}
 	f.release(p)
 	p.serve(w, r, CacheMiss)
-}
-
-// join returns the flight for key, or registers a new one, in which case
-// leader is true and the caller must render.
-func (m *PageMiddleware) join(key string) (f *pageFlight, leader bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if f := m.flights[key]; f != nil {
-		return f, false
-	}
-	if m.flights == nil {
-		m.flights = make(map[string]*pageFlight)
-	}
-	f = &pageFlight{done: make(chan struct{})}
-	m.flights[key] = f
-	return f, true
 }
 
 // lookup reads and decodes the entry under key. An entry that does not

@@ -51,12 +51,12 @@ func serve(h http.Handler, method, target string) response {
 	return response{res.StatusCode, res.Header.Get("X-Cache"), rec.Body.String()}
 }
 
-// newPageStack returns a page middleware over a fresh store in which itemX
-// is ranked, wrapping h.
-func newPageStack(t *testing.T, h http.Handler, opts retail.PageMiddlewareOptions) (http.Handler, *memory.Store) {
+// newPageStack returns a page middleware wrapping h over a fresh store in
+// which itemX is ranked, and that store, which counts its page reads.
+func newPageStack(t *testing.T, h http.Handler, opts retail.PageMiddlewareOptions) (http.Handler, *pageCountingStore) {
 	t.Helper()
-	s, _ := newStore(t)
-	view(t, s, "itemX", 1)
+	ms, _ := newRankedStore(t)
+	s := &pageCountingStore{Store: ms}
 	return retail.NewPageMiddleware(&retail.PageCache{Store: s}, opts).Handler(h), s
 }
 
@@ -205,17 +205,13 @@ func TestPageMiddleware_QueryOrderAndHostCaseShareAnEntry(t *testing.T) {
 
 func TestPageMiddleware_ConcurrentMissesRenderOnce(t *testing.T) {
 	const requests = 50
-	ms, _ := newStore(t)
-	view(t, ms, "itemX", 1)
-	s := &pageCountingStore{Store: ms}
 	release := make(chan struct{})
 	var calls atomic.Int64
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mw, s := newPageStack(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		<-release
 		fmt.Fprint(w, "itemX")
-	})
-	mw := retail.NewPageMiddleware(&retail.PageCache{Store: s}, retail.PageMiddlewareOptions{}).Handler(h)
+	}), retail.PageMiddlewareOptions{})
 
 	got := make([]response, requests)
 	var wg sync.WaitGroup
@@ -246,20 +242,16 @@ func TestPageMiddleware_ConcurrentMissesRenderOnce(t *testing.T) {
 
 func TestPageMiddleware_WaitersRenderThemselvesWhenTheFirstResponseIsPersonal(t *testing.T) {
 	const waiters = 10
-	ms, _ := newStore(t)
-	view(t, ms, "itemX", 1)
-	s := &pageCountingStore{Store: ms}
 	release := make(chan struct{})
 	var calls atomic.Int64
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mw, s := newPageStack(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		if who := r.Header.Get("X-Who"); who == "first" {
 			<-release
 			http.SetCookie(w, &http.Cookie{Name: "secret", Value: "first's"})
 		}
 		fmt.Fprint(w, "page for ", r.Header.Get("X-Who"))
-	})
-	mw := retail.NewPageMiddleware(&retail.PageCache{Store: s}, retail.PageMiddlewareOptions{}).Handler(h)
+	}), retail.PageMiddlewareOptions{})
 	do := func(who string) *http.Response {
 		req := httptest.NewRequest(http.MethodGet, "http://shop.test/?item=itemX", nil)
 		req.Header.Set("X-Who", who)
@@ -352,8 +344,7 @@ func TestPageMiddleware_CacheableReplacesTheBookRule(t *testing.T) {
 }
 
 func TestPageMiddleware_ServesPagesWhenTheStoreFails(t *testing.T) {
-	s, _ := newStore(t)
-	view(t, s, "itemX", 1)
+	s, _ := newRankedStore(t)
 	logs := &logRecorder{}
 	h := &pageHandler{body: "itemX"}
 	mw := retail.NewPageMiddleware(&retail.PageCache{Store: s}, retail.PageMiddlewareOptions{Logger: logs.Logger()}).Handler(h)

@@ -130,10 +130,5 @@ func TestViewRescaler_RejectsInvalidOptions(t *testing.T) {
 }
 
 func TestNewViewRescaler_PanicsOnNilStore(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Errorf("NewViewRescaler(nil, ...) did not panic")
-		}
-	}()
-	retail.NewViewRescaler(nil, retail.ViewRescalerOptions{})
+	wantPanic(t, "NewViewRescaler(nil, ...)", func() { retail.NewViewRescaler(nil, retail.ViewRescalerOptions{}) })
 }

@@ -207,12 +207,12 @@ func TestRowCacher_RejectsInvalidOptions(t *testing.T) {
 	}
 }
 
+func TestNewRowCacher_PanicsOnNilStore(t *testing.T) {
+	load := func(context.Context, string) (any, error) { return nil, nil }
+	wantPanic(t, "NewRowCacher(nil, load, ...)", func() { retail.NewRowCacher(nil, load, retail.RowCacherOptions{}) })
+}
+
 func TestNewRowCacher_PanicsOnNilLoader(t *testing.T) {
 	s, _ := newStore(t)
-	defer func() {
-		if recover() == nil {
-			t.Errorf("NewRowCacher(s, nil, ...) did not panic")
-		}
-	}()
-	retail.NewRowCacher(s, nil, retail.RowCacherOptions{})
+	wantPanic(t, "NewRowCacher(s, nil, ...)", func() { retail.NewRowCacher(s, nil, retail.RowCacherOptions{}) })
 }

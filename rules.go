@@ -43,8 +43,6 @@ const (
 	MaxClaimRows  = 10_000             // largest ClaimDueRows limit
 )
 
-const maxDurationStr = "7 days"
-
 // DefaultRecentLimit is how many recently viewed items a session keeps, as
 // in the book.
 const DefaultRecentLimit = 25
@@ -118,7 +116,7 @@ func ValidateSetPage(key string, body []byte, ttl time.Duration) error {
 		return invalid(op, "ttl", "shorter than "+MinDuration.String())
 	}
 	if ttl > MaxPageTTL {
-		return invalid(op, "ttl", "longer than "+maxDurationStr)
+		return invalid(op, "ttl", "longer than "+days(MaxPageTTL))
 	}
 	return nil
 }
@@ -133,7 +131,7 @@ func ValidateScheduleRowCache(row string, delay time.Duration) error {
 		return invalid(op, "delay", "between 0 and "+MinDuration.String())
 	}
 	if delay > MaxRowDelay {
-		return invalid(op, "delay", "longer than "+maxDurationStr)
+		return invalid(op, "delay", "longer than "+days(MaxRowDelay))
 	}
 	return nil
 }
@@ -182,6 +180,9 @@ func ValidateRescaleViews(keep int, factor float64) error {
 	}
 	return nil
 }
+
+// days formats a limit of whole days for error messages.
+func days(d time.Duration) string { return strconv.Itoa(int(d/(24*time.Hour))) + " days" }
 
 func invalid(op, arg, reason string) error {
 	return &InputError{Op: op, Arg: arg, Reason: reason}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
-	"unicode/utf8"
 )
 
 // The session middleware's settings, used where a [SessionOptions] field is
@@ -386,7 +385,7 @@ func decodeSignedSession(data []byte) (Session, bool) {
 		return Session{}, false
 	}
 	s := Session{Token: string(data[:TokenLen]), User: string(data[TokenLen:])}
-	if !isToken(s.Token) || len(s.User) > MaxUserLen || !utf8.ValidString(s.User) {
+	if !isToken(s.Token) || checkUser("", s.User) != nil {
 		return Session{}, false
 	}
 	return s, true

@@ -167,6 +167,9 @@ func TestSessionManager_LoginIssuesAFreshTokenAndEndsTheOldSession(t *testing.T)
 	if _, ok, _ := s.CheckToken(ctx, first.Token); ok {
 		t.Errorf("CheckToken(replaced token) ok = true, want the old session ended")
 	}
+	if cart, err := s.Cart(ctx, first.Token); len(cart) != 0 || err != nil {
+		t.Errorf("Cart(replaced token) = %v, %v, want empty, nil: the old cart must end with its session", cart, err)
+	}
 	if v := get(m, "/", secondCookie); !v.ok || v.session != second {
 		t.Errorf("session after the second login = %+v, %v, want %+v, true", v.session, v.ok, second)
 	}

@@ -96,6 +96,17 @@ func await(t *testing.T, done <-chan error) error {
 	}
 }
 
+// wantPanic fails the test unless f panics; call says what f calls.
+func wantPanic(t *testing.T, call string, f func()) {
+	t.Helper()
+	defer func() {
+		if recover() == nil {
+			t.Errorf("%s did not panic", call)
+		}
+	}()
+	f()
+}
+
 // logRecorder collects what a worker logs.
 type logRecorder struct {
 	mu  sync.Mutex

@@ -199,6 +199,20 @@ func (h *harness) wantCount(want int) {
 	}
 }
 
+// wantCountOf asserts that SessionCount counts exactly the sessions that
+// exist among tokens (no orphan either way), and returns that number.
+func (h *harness) wantCountOf(tokens []string) int {
+	h.t.Helper()
+	found := 0
+	for _, token := range tokens {
+		if _, ok := h.checkToken(token); ok {
+			found++
+		}
+	}
+	h.wantCount(found)
+	return found
+}
+
 func (h *harness) wantClean(keep, max, want int) {
 	h.t.Helper()
 	if got := h.clean(keep, max); got != want {
@@ -242,6 +256,16 @@ func (h *harness) wantClaim(limit int, want ...string) {
 	if diff := cmp.Diff(want, got, equateEmpty); diff != "" {
 		h.t.Errorf("ClaimDueRows(%d) mismatch (-want +got):\n%s", limit, diff)
 	}
+}
+
+// wantDueAfter asserts that row is not due until d from now, and is
+// claimed once d has passed.
+func (h *harness) wantDueAfter(d time.Duration, row string) {
+	h.t.Helper()
+	h.clock.Advance(d - time.Millisecond)
+	h.wantClaim(10)
+	h.clock.Advance(time.Millisecond)
+	h.wantClaim(10, row)
 }
 
 func (h *harness) wantRank(item string, want int) {

@@ -8,8 +8,9 @@ import (
 	"github.com/retailkit/retail"
 )
 
-// pageTests cover the Store's page primitives. What gets cached, and the
-// book's page scenario, is the root policy retail.PageCache, tested there.
+// pageTests cover the Store's page primitives. What gets cached is the root
+// policy retail.PageCache, tested there; Book_PageCaching runs the book's
+// page scenario through it over the backend.
 var pageTests = []behaviour{
 	{name: "Pages_UnknownKeyMisses", test: testPageUnknown},
 	{name: "Pages_SetThenGet", test: testPageSetGet},
@@ -143,6 +144,10 @@ func testPageLimits(h *harness) {
 	h.clock.Advance(retail.MaxPageTTL - 2*retail.MinDuration)
 	if _, ok := h.page(key); !ok {
 		h.t.Errorf("Page(%d-byte key) missed 1ms before its %v TTL ended", len(key), retail.MaxPageTTL)
+	}
+	h.clock.Advance(retail.MinDuration)
+	if _, ok := h.page(key); ok {
+		h.t.Errorf("Page(%d-byte key) hit once its %v TTL ended, want a miss", len(key), retail.MaxPageTTL)
 	}
 }
 

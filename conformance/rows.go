@@ -48,10 +48,7 @@ func testBookRowCaching(h *harness) {
 	h.setRow(row, []byte(v1))
 	h.wantRow(row, v1)
 
-	h.clock.Advance(5*time.Second - time.Millisecond)
-	h.wantClaim(10)
-	h.clock.Advance(time.Millisecond)
-	h.wantClaim(10, row)
+	h.wantDueAfter(5*time.Second, row)
 	h.setRow(row, []byte(v2))
 	h.wantRow(row, v2)
 
@@ -191,20 +188,14 @@ func testRowOnlyDue(h *harness) {
 func testRowEveryDelay(h *harness) {
 	h.schedule("row-1", 5*time.Second)
 	h.wantClaim(10, "row-1")
-	for period := 1; period <= 3; period++ {
-		h.clock.Advance(5*time.Second - time.Millisecond)
-		h.wantClaim(10)
-		h.clock.Advance(time.Millisecond)
-		h.wantClaim(10, "row-1")
+	for range 3 {
+		h.wantDueAfter(5*time.Second, "row-1")
 	}
 	// A claim late by 2 s reschedules from the claim, not from when the
 	// row was due.
 	h.clock.Advance(7 * time.Second)
 	h.wantClaim(10, "row-1")
-	h.clock.Advance(5*time.Second - time.Millisecond)
-	h.wantClaim(10)
-	h.clock.Advance(time.Millisecond)
-	h.wantClaim(10, "row-1")
+	h.wantDueAfter(5*time.Second, "row-1")
 }
 
 func testRowReschedule(h *harness) {
@@ -214,10 +205,7 @@ func testRowReschedule(h *harness) {
 	h.wantClaim(10)
 	h.schedule("row-1", 10*time.Second)
 	h.wantClaim(10, "row-1")
-	h.clock.Advance(10*time.Second - time.Millisecond)
-	h.wantClaim(10)
-	h.clock.Advance(time.Millisecond)
-	h.wantClaim(10, "row-1")
+	h.wantDueAfter(10*time.Second, "row-1")
 }
 
 func testRowScheduleNoCopy(h *harness) {

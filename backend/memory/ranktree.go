@@ -223,21 +223,21 @@ func (x *bnode) removeKid(i int) {
 	x.kids[x.n], x.keys[x.n], x.counts[x.n] = nil, rankKey{}, 0
 }
 
-// change gives the item of ok a new view count, in place when its
+// change gives the item of old a new view count, in place when its
 // neighbours in the leaf stay ordered (the usual case for a popular item).
-func (t *rankTree) change(ok rankKey, new float64) {
-	nk := ok
-	nk.views = new
+func (t *rankTree) change(old rankKey, views float64) {
+	nk := old
+	nk.views = views
 	x := t.root
 	for !x.leaf {
-		x = x.kids[x.child(&ok)]
+		x = x.kids[x.child(&old)]
 	}
-	i := x.find(&ok)
-	if i > 0 && x.keys[i-1].before(&nk) && (nk.before(&ok) || i+1 < x.n && nk.before(&x.keys[i+1])) {
-		x.keys[i].views = new
+	i := x.find(&old)
+	if i > 0 && x.keys[i-1].before(&nk) && (nk.before(&old) || i+1 < x.n && nk.before(&x.keys[i+1])) {
+		x.keys[i].views = views
 		return
 	}
-	t.remove(ok)
+	t.remove(old)
 	t.insert(nk)
 }
 

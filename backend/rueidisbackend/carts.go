@@ -14,7 +14,8 @@ func (s *Store) AddToCart(ctx context.Context, token, item string, count int) er
 	if err := s.begin(ctx, retail.ValidateAddToCart(token, item, count)); err != nil {
 		return err
 	}
-	ok, err := s.do(ctx, s.scriptCall(addToCart, []string{s.k.login(token), s.k.cart(token)},
+	ks := s.k.sessionKeys(token)
+	ok, err := s.do(ctx, s.scriptCall(addToCart, []string{ks[loginKey], ks[cartKey]},
 		[]string{item, strconv.Itoa(count)}))[0].AsInt64()
 	if err != nil {
 		return wrap("AddToCart", err)
@@ -30,7 +31,7 @@ func (s *Store) Cart(ctx context.Context, token string) (map[string]int, error) 
 	if err := s.begin(ctx, retail.ValidateCart(token)); err != nil {
 		return nil, err
 	}
-	lines, err := s.c.Do(ctx, s.c.B().Hgetall().Key(s.k.cart(token)).Build()).AsStrMap()
+	lines, err := s.c.Do(ctx, s.c.B().Hgetall().Key(s.k.session(cartKey, token)).Build()).AsStrMap()
 	if err != nil {
 		return nil, wrap("Cart", err)
 	}
@@ -44,5 +45,3 @@ func (s *Store) Cart(ctx context.Context, token string) (map[string]int, error) 
 	}
 	return cart, nil
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -2,6 +2,8 @@ package rueidisbackend
 
 import (
 	"context"
+	"strconv"
+	"time"
 
 	"github.com/retailkit/retail"
 )
@@ -24,7 +26,7 @@ func (s *Store) CleanSessions(ctx context.Context, keep, max int) (int, error) {
 	if err := s.begin(ctx, retail.ValidateCleanSessions(keep, max)); err != nil {
 		return 0, err
 	}
-	start := formatStamp(s.nextStamp())
+	start := s.nextStamp()
 	removed := 0
 	for removed < max {
 		n, done, err := s.cleanRound(ctx, keep, min(max-removed, cleanBatch), start)
@@ -39,11 +41,17 @@ func (s *Store) CleanSessions(ctx context.Context, keep, max int) (int, error) {
 	return removed, nil
 }
 
+// strayGrace is how old an index entry without session keys must be before
+// a pass removes it. In a cluster an update's index write can land a moment
+// before its session write, so a young stray is an update in flight; an old
+// one was left by an update whose session write failed.
+const strayGrace = time.Minute
+
 // cleanRound removes up to limit sessions and reports whether the pass is
 // done: nothing left to read, or every session read was refreshed.
-func (s *Store) cleanRound(ctx context.Context, keep, limit int, start string) (removed int, done bool, err error) {
+func (s *Store) cleanRound(ctx context.Context, keep, limit int, start float64) (removed int, done bool, err error) {
 	pairs, err := s.do(ctx, s.scriptCall(oldestSessions, []string{s.k.index()},
-		[]string{itoa(keep), itoa(limit), start}))[0].AsStrSlice()
+		[]string{itoa(keep), itoa(limit), formatStamp(start)}))[0].AsStrSlice()
 	if err != nil || len(pairs) == 0 {
 		return 0, true, err
 	}
@@ -59,21 +67,29 @@ func (s *Store) cleanRound(ctx context.Context, keep, limit int, start string) (
 	}
 	var unindexArgs []string
 	for i, o := range outcome {
-		// 2: an index entry without keys, left by an update whose index
-		// write landed but whose session write failed. Nothing else would
-		// ever remove it, so it goes too, but it was no session.
-		if o == 1 || o == 2 {
-			unindexArgs = append(unindexArgs, tokens[i], stamps[i])
-		}
-		if o == 1 {
+		switch {
+		case o == 1:
 			removed++
+		case o == 2 && stale(stamps[i], start):
+			// A stray index entry; nothing else would ever remove it, but
+			// it was no session.
+		default:
+			continue
 		}
+		unindexArgs = append(unindexArgs, tokens[i], stamps[i])
 	}
 	if len(unindexArgs) == 0 {
 		return 0, true, nil
 	}
 	err = s.do(ctx, s.scriptCall(unindex, []string{s.k.index()}, unindexArgs))[0].Error()
 	return removed, false, err
+}
+
+// stale reports whether an index stamp is older than strayGrace before the
+// pass's start.
+func stale(stamp string, start float64) bool {
+	f, err := strconv.ParseFloat(stamp, 64)
+	return err == nil && f < start-float64(strayGrace.Milliseconds())
 }
 
 // deleteSessions runs the cleanSessions script over the sessions and returns

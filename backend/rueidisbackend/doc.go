@@ -8,7 +8,7 @@
 //
 // The same code runs on one server and on a cluster: rueidis finds out which
 // it is talking to, and every script and multi-key command touches one hash
-// slot.
+// slot. It needs Redis 6.2 or newer (ZADD GT).
 //
 // # Key layout
 //

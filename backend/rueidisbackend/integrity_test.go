@@ -240,3 +240,32 @@ func TestErrors_InvalidInputSendsNothing(t *testing.T) {
 		t.Errorf("CheckToken(valid) = %v after sending %d commands, want nil after at least 1", err, c.sent)
 	}
 }
+
+// TestCleanSessions_StrayIndexEntries plants index entries that have no
+// session keys: an old one, as a failed update leaves, is removed without
+// being counted as a session; a fresh one, as an update in flight on a
+// cluster shows for a moment, is left for its session write to land.
+func TestCleanSessions_StrayIndexEntries(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, tg target) {
+		clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+		s, c, prefix := newStore(t, tg, clock)
+		now := float64(clock.Now().UnixMilli())
+		index := prefix + "{sessions}:seen"
+		if err := c.Do(bg, c.B().Zadd().Key(index).ScoreMember().
+			ScoreMember(now-float64(2*time.Minute/time.Millisecond), "old-stray").
+			ScoreMember(now, "fresh-stray").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Second)
+		if n, err := s.CleanSessions(bg, 0, 10); n != 0 || err != nil {
+			t.Errorf("CleanSessions(0, 10) = %d, %v; want 0, nil (strays are no sessions)", n, err)
+		}
+		left, err := c.Do(bg, c.B().Zrange().Key(index).Min("0").Max("-1").Build()).AsStrSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) != 1 || left[0] != "fresh-stray" {
+			t.Errorf("index after cleaning = %q, want [fresh-stray]", left)
+		}
+	})
+}

@@ -18,28 +18,36 @@ func tag(s string) string {
 	return strings.NewReplacer("%", "%25", "}", "%7D").Replace(s)
 }
 
-func (k keys) session(kind, token string) string {
-	return k.prefix + kind + ":{" + tag(token) + "}"
+// The kinds of a session's keys, in the order the scripts take them.
+const (
+	loginKey = iota
+	seenKey
+	recentKey
+	cartKey
+)
+
+var sessionKinds = [...]string{loginKey: "login", seenKey: "seen", recentKey: "recent", cartKey: "cart"}
+
+// session is the key of one kind of token's session:
+//   - login holds the user. It is written only when the user changes, so
+//     client-side caches of it stay valid across page views.
+//   - seen holds the last-seen stamp, written on every view; it lives apart
+//     from login so that views do not invalidate cached logins.
+//   - recent is the list of recently viewed items, newest first.
+//   - cart is the hash item -> count.
+func (k keys) session(kind int, token string) string {
+	return k.prefix + sessionKinds[kind] + ":{" + tag(token) + "}"
 }
 
-// login holds the session's user. It is written only when the user changes,
-// so client-side caches of it stay valid across page views.
-func (k keys) login(token string) string { return k.session("login", token) }
-
-// seen holds the session's last-seen stamp, written on every view; it lives
-// apart from login so that views do not invalidate cached logins.
-func (k keys) seen(token string) string { return k.session("seen", token) }
-
-// recent is the list of recently viewed items, newest first.
-func (k keys) recent(token string) string { return k.session("recent", token) }
-
-// cart is the hash item -> count.
-func (k keys) cart(token string) string { return k.session("cart", token) }
-
-// sessionKeys are all the keys of a session, in the order the scripts take.
+// sessionKeys are all the keys of a session, indexed by kind, escaping the
+// token once.
 func (k keys) sessionKeys(token string) []string {
-	t := "{" + tag(token) + "}"
-	return []string{k.prefix + "login:" + t, k.prefix + "seen:" + t, k.prefix + "recent:" + t, k.prefix + "cart:" + t}
+	t := ":{" + tag(token) + "}"
+	ks := make([]string, len(sessionKinds))
+	for kind, name := range sessionKinds {
+		ks[kind] = k.prefix + name + t
+	}
+	return ks
 }
 
 // index is the sorted set token -> last-seen stamp that cleaning reads.

@@ -40,18 +40,29 @@ func (s *Store) scriptCall(sc *script, keys, args []string) call {
 }
 
 // do sends calls in one round trip (auto-pipelined; in a cluster, one per
-// node in parallel) and resends scripts the server did not know.
+// node in parallel). Scripts the server did not know yet are sent again as
+// EVAL, all in a second round trip.
 func (s *Store) do(ctx context.Context, calls ...call) []rueidis.RedisResult {
 	cmds := make(rueidis.Commands, len(calls))
 	for i := range calls {
 		cmds[i] = calls[i].cmd
 	}
 	res := s.c.DoMulti(ctx, cmds...)
+	var again []int
 	for i, r := range res {
 		if e, ok := rueidis.IsRedisErr(r.Error()); ok && e.IsNoScript() && calls[i].script != nil {
-			sc := calls[i].script
-			res[i] = s.c.Do(ctx, sc.evalCmd(s.c, calls[i].keys, calls[i].args))
+			again = append(again, i)
 		}
+	}
+	if len(again) == 0 {
+		return res
+	}
+	evals := make(rueidis.Commands, len(again))
+	for j, i := range again {
+		evals[j] = calls[i].script.evalCmd(s.c, calls[i].keys, calls[i].args)
+	}
+	for j, r := range s.c.DoMulti(ctx, evals...) {
+		res[again[j]] = r
 	}
 	return res
 }

@@ -13,7 +13,7 @@ func (s *Store) CheckToken(ctx context.Context, token string) (string, bool, err
 	if err := s.begin(ctx, retail.ValidateCheckToken(token)); err != nil {
 		return "", false, err
 	}
-	msg, err := s.cachedGet(ctx, s.k.login(token))
+	msg, err := s.cachedGet(ctx, s.k.session(loginKey, token))
 	if rueidis.IsRedisNil(err) {
 		return "", false, nil
 	}
@@ -35,9 +35,9 @@ func (s *Store) UpdateToken(ctx context.Context, token, user, item string) error
 		return err
 	}
 	stamp := s.nextStamp()
-	login := s.k.login(token)
+	ks := s.k.sessionKeys(token)
 	calls := []call{
-		s.scriptCall(updateSession, []string{login, s.k.seen(token), s.k.recent(token)},
+		s.scriptCall(updateSession, ks[:cartKey],
 			[]string{user, formatStamp(stamp), item, s.limit}),
 		{cmd: s.c.B().Zadd().Key(s.k.index()).Gt().ScoreMember().ScoreMember(stamp, token).Build()},
 	}
@@ -50,7 +50,7 @@ func (s *Store) UpdateToken(ctx context.Context, token, user, item string) error
 		return wrap("UpdateToken", err)
 	}
 	if changed == 1 {
-		s.own.wrote(login, []byte(user))
+		s.own.wrote(ks[loginKey], []byte(user))
 	}
 	for _, r := range res[1:] {
 		if err := r.Error(); err != nil {
@@ -66,7 +66,7 @@ func (s *Store) RecentItems(ctx context.Context, token string) ([]string, error)
 	if err := s.begin(ctx, retail.ValidateRecentItems(token)); err != nil {
 		return nil, err
 	}
-	items, err := s.c.Do(ctx, s.c.B().Lrange().Key(s.k.recent(token)).Start(0).Stop(-1).Build()).AsStrSlice()
+	items, err := s.c.Do(ctx, s.c.B().Lrange().Key(s.k.session(recentKey, token)).Start(0).Stop(-1).Build()).AsStrSlice()
 	if err != nil {
 		return nil, wrap("RecentItems", err)
 	}
@@ -98,8 +98,8 @@ func (s *Store) Logout(ctx context.Context, token string) error {
 	return nil
 }
 
-// forgetSession records the deletion of a session's cached keys.
-func (s *Store) forgetSession(keys []string) { s.own.deleted(keys[0]) }
+// forgetSession records the deletion of a session's cached key, its login.
+func (s *Store) forgetSession(keys []string) { s.own.deleted(keys[loginKey]) }
 
 // SessionCount implements retail.Sessions.
 func (s *Store) SessionCount(ctx context.Context) (int, error) {

@@ -162,6 +162,10 @@ func (s *Store) nextStamp() float64 {
 
 func formatStamp(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
+func itoa(n int) string { return strconv.Itoa(n) }
+
+var errShortReply = errors.New("unexpected reply shape")
+
 // cachedGet reads key through the client-side cache, unless this process
 // wrote key and the cache may not have heard yet (see ownWrites).
 func (s *Store) cachedGet(ctx context.Context, key string) (rueidis.RedisMessage, error) {

@@ -2,14 +2,11 @@ package rueidisbackend
 
 import (
 	"context"
-	"errors"
 	"strconv"
 
 	"github.com/redis/rueidis"
 	"github.com/retailkit/retail"
 )
-
-var errShortReply = errors.New("unexpected reply shape")
 
 // ItemRank implements retail.Views. Counts change on every view, so ranks are
 // read from the server.

@@ -41,12 +41,11 @@ import (
 	"time"
 
 	"github.com/retailkit/retail"
-	"github.com/retailkit/retail/backend/memory"
+	"github.com/retailkit/retail/examples/internal/backends"
 )
 
-// testProgress, if set by a test, replaces the second between progress
-// lines.
-var testProgress time.Duration
+// progressEvery is the time between progress lines; tests shorten it.
+var progressEvery = time.Second
 
 // rowDelay is how often the row cacher refreshes each item's row.
 const rowDelay = 5 * time.Second
@@ -70,11 +69,10 @@ type config struct {
 	keep     int
 	rescale  time.Duration
 	ceiling  string
-	progress time.Duration // time between progress lines: a second, shorter in tests
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
-	c := config{progress: time.Second}
+	var c config
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	redisAddrs := fs.String("redis", "", "use Redis at loopback `ADDR[,ADDR...]` instead of memory (several addresses: a cluster)")
@@ -115,33 +113,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if testProgress > 0 {
-		cfg.progress = testProgress
-	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-	var (
-		store   retail.Store
-		backend = "memory"
-		cleanup = func(context.Context, retail.Store, []string) error { return nil }
-		closeFn = func() {}
-	)
-	if len(cfg.redis) == 0 {
-		ms := memory.New(memory.Options{})
-		store, closeFn = ms, func() { ms.Close() }
-	} else {
-		prefix := fmt.Sprintf("retail-loadgen-%d:", time.Now().UnixNano())
-		rs, closeRedis, cluster, err := openRedis(cfg.redis, prefix)
-		if err != nil {
-			return fmt.Errorf("-redis: %w", err)
-		}
-		store, closeFn, cleanup = rs, closeRedis, cleanupStore
-		backend = "Redis " + strings.Join(cfg.redis, ",")
-		if cluster {
-			backend = "Redis Cluster " + strings.Join(cfg.redis, ",")
-		}
+	var prefix string
+	if len(cfg.redis) > 0 {
+		// Keys of its own, deleted at the end: the server outlives the run.
+		prefix = fmt.Sprintf("retail-loadgen-%d:", time.Now().UnixNano())
+	}
+	store, backend, closeFn, err := backends.Open(cfg.redis, backends.Options{Prefix: prefix, CheckAddr: checkLoopback})
+	if err != nil {
+		return fmt.Errorf("-redis: %w", err)
 	}
 	defer closeFn()
+	if len(cfg.redis) > 0 {
+		backend += " " + strings.Join(cfg.redis, ",")
+	}
 
 	fmt.Fprintf(stdout, "loadgen: %s backend, %d users, %d items, %v (GOMAXPROCS %d)\n", backend, cfg.users, cfg.items, cfg.duration, runtime.GOMAXPROCS(0))
 	var out sync.Mutex
@@ -174,10 +160,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stdout)
 	res.writeTable(stdout)
 
-	cleanCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := cleanup(cleanCtx, store, s.items); err != nil {
-		return fmt.Errorf("deleting the run's data: %w", err)
+	if len(cfg.redis) > 0 {
+		cleanCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := cleanupStore(cleanCtx, store, s.items); err != nil {
+			return fmt.Errorf("deleting the run's data: %w", err)
+		}
 	}
 	return nil
 }
@@ -197,7 +185,7 @@ func simulate(ctx context.Context, s *sim, cfg config, stdout io.Writer, out *sy
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 
-	tick := time.NewTicker(cfg.progress)
+	tick := time.NewTicker(progressEvery)
 	defer tick.Stop()
 	var lastOps uint64
 	lastAt := start
@@ -235,7 +223,7 @@ func simulate(ctx context.Context, s *sim, cfg config, stdout io.Writer, out *sy
 			res.hists[o].merge(&u.hists[o])
 			res.errors[o] += u.errors[o]
 		}
-		res.pageHits += u.pageHits
+		res.pageHits += u.hits.Load()
 		res.visits += u.visits
 		res.relogins += u.relogins
 	}

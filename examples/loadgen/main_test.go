@@ -13,8 +13,8 @@ import (
 )
 
 func TestRun_MemoryPrintsProgressAndATable(t *testing.T) {
-	testProgress = 20 * time.Millisecond
-	defer func() { testProgress = 0 }()
+	defer func(d time.Duration) { progressEvery = d }(progressEvery)
+	progressEvery = 20 * time.Millisecond
 	var stdout, stderr bytes.Buffer
 	args := []string{"-duration", "1s", "-users", "4", "-items", "100", "-rescale", "500ms", "-keep", "50"}
 	if err := run(context.Background(), args, &stdout, &stderr); err != nil {

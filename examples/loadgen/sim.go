@@ -50,8 +50,8 @@ func newSim(store retail.Store, items int, errLog func(op, error)) *sim {
 }
 
 // user is one simulated browser: it records what it measures in its own
-// histograms, read once it has stopped, and counts its calls in ops for
-// the progress line.
+// histograms and counters, read once it has stopped, and counts its calls
+// and page cache lookups in atomics for the progress line.
 type user struct {
 	sim      *sim
 	name     string
@@ -59,7 +59,6 @@ type user struct {
 	zipf     *rand.Zipf
 	hists    [numOps]histogram
 	errors   [numOps]uint64
-	pageHits uint64
 	visits   uint64
 	relogins uint64
 	ops      atomic.Uint64
@@ -118,7 +117,6 @@ func (u *user) visit(ctx context.Context) {
 		if !u.call(ctx, opPage, func() error {
 			_, hit, err := u.sim.pages.CacheRequest(ctx, u.sim.urls[i], u.render(item))
 			if hit {
-				u.pageHits++
 				u.hits.Add(1)
 			}
 			u.pages.Add(1)
@@ -184,7 +182,7 @@ func (u *user) render(item string) func(context.Context) ([]byte, error) {
 
 // newToken returns a session token as retail.SessionManager makes them.
 func newToken() string {
-	var b [16]byte
+	var b [retail.TokenLen / 2]byte
 	crand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }

@@ -30,7 +30,7 @@ import (
 	"time"
 
 	"github.com/retailkit/retail"
-	"github.com/retailkit/retail/backend/memory"
+	"github.com/retailkit/retail/examples/internal/backends"
 )
 
 // rowDelay is how often the row cacher refreshes each item's cached row.
@@ -72,9 +72,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		opts.SigningKey = key
 	}
 
-	store, backend, closeStore, err := openStore(*redisAddrs)
+	var addrs []string
+	if *redisAddrs != "" {
+		addrs = strings.Split(*redisAddrs, ",")
+	}
+	store, backend, closeStore, err := backends.Open(addrs, backends.Options{})
 	if err != nil {
-		return err
+		return fmt.Errorf("-redis %s: %w", *redisAddrs, err)
 	}
 	defer closeStore()
 
@@ -121,24 +125,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		serveErr = nil
 	}
 	return serveErr
-}
-
-// openStore returns the memory store, or a Redis store if redisAddrs is
-// not empty, with the backend's name and a function that closes it.
-func openStore(redisAddrs string) (store retail.Store, backend string, closeStore func(), err error) {
-	if redisAddrs == "" {
-		s := memory.New(memory.Options{})
-		return s, "memory", func() { s.Close() }, nil
-	}
-	s, closeRedis, cluster, err := openRedis(strings.Split(redisAddrs, ","), "")
-	if err != nil {
-		return nil, "", nil, fmt.Errorf("-redis %s: %w", redisAddrs, err)
-	}
-	backend = "Redis"
-	if cluster {
-		backend = "Redis Cluster"
-	}
-	return s, backend, closeRedis, nil
 }
 
 // startWorkers runs the book's three background loops until ctx ends. Rows

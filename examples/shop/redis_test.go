@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/rueidis"
 	"github.com/retailkit/retail/backend/rueidisbackend"
+	"github.com/retailkit/retail/examples/internal/backends"
 	"github.com/retailkit/retail/internal/redistest"
 )
 
@@ -25,7 +26,7 @@ func uniquePrefix() string {
 
 // TestShop_FullVisitOnRedis runs one visitor's whole journey on the Redis
 // backend: on miniredis always, and on a private redis-server (with
-// client-side caching, through openRedis) where one can be started.
+// client-side caching, through backends.Open) where one can be started.
 func TestShop_FullVisitOnRedis(t *testing.T) {
 	t.Run("miniredis", func(t *testing.T) {
 		mr := miniredis.NewMiniRedis()
@@ -51,13 +52,13 @@ func TestShop_FullVisitOnRedis(t *testing.T) {
 			redistest.Skip(t, "no Redis server: "+err.Error())
 		}
 		t.Cleanup(func() { srv.Close() })
-		store, closeStore, cluster, err := openRedis([]string{srv.Addr()}, uniquePrefix())
+		store, name, closeStore, err := backends.Open([]string{srv.Addr()}, backends.Options{Prefix: uniquePrefix()})
 		if err != nil {
-			t.Fatalf("openRedis(%s) = %v", srv.Addr(), err)
+			t.Fatalf("backends.Open(%s) = %v", srv.Addr(), err)
 		}
 		t.Cleanup(closeStore)
-		if cluster {
-			t.Errorf("openRedis(one server) reports a cluster")
+		if name != "Redis" {
+			t.Errorf("backends.Open(one server) names the backend %q, want Redis", name)
 		}
 		fullVisit(t, newTestShopOn(t, store, shopOptions{}))
 	})

@@ -103,6 +103,8 @@ type common struct {
 	User      string
 	CartCount int
 	Rendered  string
+
+	cart map[string]int // the visitor's cart, for the pages that show more of it
 }
 
 // itemLink is an item as the pages list it.
@@ -130,11 +132,12 @@ func (s *shop) common(w http.ResponseWriter, r *http.Request, title string) (com
 	}
 	w.Header().Set("Cache-Control", "private")
 	c.User = sess.User
-	cart, err := s.store.Cart(r.Context(), sess.Token)
+	var err error
+	c.cart, err = s.store.Cart(r.Context(), sess.Token)
 	if err != nil {
 		return c, err
 	}
-	for _, n := range cart {
+	for _, n := range c.cart {
 		c.CartCount += n
 	}
 	return c, nil
@@ -198,12 +201,7 @@ func (s *shop) item(w http.ResponseWriter, r *http.Request) {
 	p.Item.Name, p.Item.Price = it.Name, price(it.Cents)
 	p.About = it.About
 	if sess, ok := retail.SessionFrom(ctx); ok {
-		cart, err := s.store.Cart(ctx, sess.Token)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		p.InCart = cart[id]
+		p.InCart = c.cart[id]
 		recent, err := s.store.RecentItems(ctx, sess.Token)
 		if err != nil {
 			s.fail(w, r, err)
@@ -248,9 +246,7 @@ func (s *shop) cart(w http.ResponseWriter, r *http.Request) {
 		Lines []line
 		Total string
 	}
-	ctx := r.Context()
-	sess, ok := retail.SessionFrom(ctx)
-	if !ok {
+	if _, ok := retail.SessionFrom(r.Context()); !ok {
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 		return
 	}
@@ -259,15 +255,10 @@ func (s *shop) cart(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	cart, err := s.store.Cart(ctx, sess.Token)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
 	p := cartPage{common: c}
 	total := 0
 	for _, id := range s.catalog.ids() {
-		n := cart[id]
+		n := c.cart[id]
 		if n <= 0 {
 			continue
 		}

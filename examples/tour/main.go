@@ -161,9 +161,10 @@ func run(ctx context.Context, w io.Writer) error {
 	return nil
 }
 
-// refreshRows is one pass of what retail.RowCacher does in a loop.
-func refreshRows(ctx context.Context, store retail.Store, load func(context.Context, string) (any, error)) error {
-	rows, err := store.ClaimDueRows(ctx, 100)
+// refreshRows is one pass of what retail.RowCacher does in a loop; the
+// tour makes the passes itself because RowCacher waits in real time.
+func refreshRows(ctx context.Context, store retail.Store, load retail.RowLoader) error {
+	rows, err := store.ClaimDueRows(ctx, retail.DefaultRowBatch)
 	if err != nil {
 		return err
 	}

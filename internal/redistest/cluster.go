@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -27,9 +28,10 @@ type Cluster struct {
 
 // StartCluster returns the cluster RETAIL_REDIS_CLUSTER_ADDRS names, after checking that every
 // seed reports cluster_state:ok, or starts a private one with that many masters (at least 3, as
-// redis-cli --cluster create demands) and no replicas on free loopback ports. It returns once every node reports cluster_state:ok, knows
-// every other node, and sees all 16384 slots served, so a client may connect through any node.
-// The error matches ErrUnavailable when redis-server is not on PATH.
+// redis-cli --cluster create demands) and no replicas on free loopback ports. It returns once
+// every node reports cluster_state:ok, knows every other node, and sees all 16384 slots served,
+// so a client may connect through any node. The error matches ErrUnavailable when redis-server or
+// redis-cli is not on PATH.
 func StartCluster(masters int) (*Cluster, error) {
 	if env := os.Getenv(envClusterAddrs); strings.TrimSpace(env) != "" {
 		return existingCluster(env)
@@ -50,15 +52,13 @@ func StartCluster(masters int) (*Cluster, error) {
 	errs := make([]error, masters)
 	var wg sync.WaitGroup
 	for i, port := range ports {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			c.procs[i], errs[i] = startOwned(port, true,
 				"--cluster-enabled", "yes",
 				"--cluster-config-file", "{dir}/nodes.conf",
 				"--cluster-node-timeout", "5000",
 			)
-		}()
+		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -98,34 +98,15 @@ func existingCluster(env string) (*Cluster, error) {
 	return c, nil
 }
 
-// create forms the cluster with redis-cli --cluster create, the way an
-// operator would. redis-cli introduces every node to the first one only and
-// leaves the rest to gossip; introducing every pair directly afterwards
-// makes the nodes agree within a few cluster ticks instead of seconds.
+// create forms the cluster with redis-cli --cluster create, the way an operator would. redis-cli
+// returns once every node knows every other; waitReady then waits out the rest.
 func (c *Cluster) create() error {
+	ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
+	defer cancel()
 	args := append([]string{"--cluster", "create"}, c.addrs...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
-	cmd := exec.Command("redis-cli", args...)
-	done := make(chan struct{})
-	timer := time.AfterFunc(clusterReadyTimeout, func() {
-		select {
-		case <-done:
-		default:
-			cmd.Process.Kill()
-		}
-	})
-	out, err := cmd.CombinedOutput()
-	close(done)
-	timer.Stop()
-	if err != nil {
+	if out, err := exec.CommandContext(ctx, "redis-cli", args...).CombinedOutput(); err != nil {
 		return fmt.Errorf("redistest: redis-cli --cluster create: %w\n%s", err, out)
-	}
-	for i, addr := range c.addrs {
-		for _, peer := range c.procs[i+1:] {
-			if _, err := do(addr, time.Second, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(peer.port)); err != nil {
-				return fmt.Errorf("redistest: CLUSTER MEET %s on %s: %w", peer.addr(), addr, err)
-			}
-		}
 	}
 	return nil
 }
@@ -209,11 +190,7 @@ func (c *Cluster) Close() error {
 		if p == nil {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = p.close()
-		}()
+		wg.Go(func() { errs[i] = p.close() })
 	}
 	wg.Wait()
 	return errors.Join(errs...)

@@ -15,9 +15,9 @@
 //	RETAIL_REQUIRE_REDIS=1      every Skip becomes a failure, so CI cannot pass by skipping the
 //	                            real-Redis tests.
 //
-// Without those variables, StartServer and StartCluster need redis-server on PATH; when it is
-// missing the error matches ErrUnavailable, which callers turn into Skip. Any other error is a
-// real failure.
+// Without those variables, StartServer and StartCluster need redis-server on PATH, and
+// StartCluster redis-cli too; when one is missing the error matches ErrUnavailable, which callers
+// turn into Skip. Any other error is a real failure.
 //
 // Starting a server takes milliseconds, a cluster about two seconds (a master reports
 // cluster_state:ok no sooner than two seconds after it started), so start them once per test
