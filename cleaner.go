@@ -15,8 +15,8 @@ const (
 )
 
 // SessionCleanerOptions configures a [SessionCleaner]. Zero fields take the
-// defaults above; negative ones make Run fail with an error matching
-// [ErrInvalid].
+// defaults named on each; negative ones make [NewSessionCleaner] fail with
+// an error matching [ErrInvalid].
 type SessionCleanerOptions struct {
 	// Keep is how many of the most recently seen sessions survive;
 	// DefaultKeepSessions if zero. Because zero means the default, a
@@ -48,11 +48,19 @@ type SessionCleaner struct {
 	opts     SessionCleanerOptions
 }
 
-// NewSessionCleaner returns a cleaner of s's sessions. It panics if s is
-// nil, which is a programming error.
-func NewSessionCleaner(s Sessions, opts SessionCleanerOptions) *SessionCleaner {
-	if s == nil {
-		panic("retail: NewSessionCleaner: nil Sessions")
+// NewSessionCleaner returns a cleaner of s's sessions. It returns an error
+// matching [ErrInvalid] if s is nil or an option is negative.
+func NewSessionCleaner(s Sessions, opts SessionCleanerOptions) (*SessionCleaner, error) {
+	const op = "NewSessionCleaner"
+	switch {
+	case s == nil:
+		return nil, invalid(op, "store", "nil")
+	case opts.Keep < 0:
+		return nil, invalid(op, "Keep", "negative")
+	case opts.Batch < 0:
+		return nil, invalid(op, "Batch", "negative")
+	case opts.Idle < 0:
+		return nil, invalid(op, "Idle", "negative")
 	}
 	if opts.Keep == 0 {
 		opts.Keep = DefaultKeepSessions
@@ -63,34 +71,24 @@ func NewSessionCleaner(s Sessions, opts SessionCleanerOptions) *SessionCleaner {
 	if opts.Idle == 0 {
 		opts.Idle = DefaultCleanIdle
 	}
-	return &SessionCleaner{sessions: s, opts: opts}
+	return &SessionCleaner{sessions: s, opts: opts}, nil
 }
 
 // Run cleans sessions until ctx ends, and then returns nil. If the Store is
-// closed it returns an error matching [ErrClosed]; if the options are out
-// of range, an error matching [ErrInvalid] at once. Other errors are
-// logged and the pass retried after Idle. Several cleaners may run at once,
-// though one is enough.
+// closed it returns the Store's error, which matches [ErrClosed]. Other
+// errors are logged and the pass retried after Idle. Several cleaners may
+// run at once, though one is enough.
 func (c *SessionCleaner) Run(ctx context.Context) error {
-	const worker = "SessionCleaner"
 	o := c.opts
-	switch {
-	case o.Keep < 0:
-		return invalid(worker, "Keep", "negative")
-	case o.Batch < 0:
-		return invalid(worker, "Batch", "negative")
-	case o.Idle < 0:
-		return invalid(worker, "Idle", "negative")
-	}
 	for {
 		removed, err := c.sessions.CleanSessions(ctx, o.Keep, o.Batch)
-		if stop, runErr := stopOn(ctx, worker, err); stop {
+		if stop, runErr := stopOn(ctx, err); stop {
 			return runErr
 		}
 		idle := o.Idle
 		switch {
 		case err != nil:
-			logError(ctx, o.Logger, worker, "retail: cleaning sessions failed; retrying", err)
+			logError(ctx, o.Logger, "SessionCleaner", "retail: cleaning sessions failed; retrying", err)
 		case removed >= o.Batch:
 			// A full pass means more sessions may be over the limit.
 			idle = 0

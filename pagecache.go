@@ -1,39 +1,26 @@
 package retail
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 )
 
-// The book's page-cache settings, used where a [PageCache] field is zero.
+// The book's page-cache settings, used where a [PageCacheOptions] field is
+// zero.
 const (
 	DefaultPageTTL      = 300 * time.Second // how long a rendered page is served from the cache
 	DefaultMaxCacheRank = 10_000            // only items ranked below this (0 is the most viewed) are cached
 )
 
-// PageCache decides which pages are cached and caches them in a Store: the
-// book's can_cache and cache_request.
-//
-// Only Store is required; zero values of the other fields take the book's
-// defaults. A PageCache is safe for concurrent use and must not be copied
-// after first use, because concurrent misses for one page are coalesced
-// through state it holds.
-type PageCache struct {
-	// Store keeps the pages and ranks the items. A full [Store] will do.
-	Store interface {
-		Pages
-		Views
-	}
-
-	// TTL is how long a cached page is served; DefaultPageTTL if zero. It
-	// must be within the page TTL rule of [ValidateSetPage].
+// PageCacheOptions configures a [PageCache]. Zero fields take the defaults
+// named on each.
+type PageCacheOptions struct {
+	// TTL is how long a cached page is served, in [MinDuration]..[MaxPageTTL];
+	// DefaultPageTTL if zero.
 	TTL time.Duration
 
 	// MaxRank is the rank an item must be below for its page to be cached;
@@ -44,13 +31,187 @@ type PageCache struct {
 	// deciding whether the page at a URL may be cached. The limits of the
 	// page key still apply on top of it.
 	Cacheable func(ctx context.Context, u *url.URL) (bool, error)
+}
 
-	flights flights[fillResult] // the renders in progress, by page key
+// PageCache decides which pages are cached and caches them in a Store: the
+// book's can_cache and cache_request. Every entry it stores is a
+// [CachedPage] (status, header and body) under the key [PageKey]("GET", u),
+// whichever of its methods stored it, so [PageCache.CacheRequest] and an
+// HTTP middleware built on [PageCache.Fetch] share one cache.
+//
+// A PageCache is safe for concurrent use. Concurrent misses for one page on
+// the same PageCache render once, so a server keeps one PageCache.
+type PageCache struct {
+	store interface {
+		Pages
+		Views
+	}
+	opts    PageCacheOptions
+	flights flights // the renders in progress, by page key
+}
+
+// NewPageCache returns a page cache over s. It returns an error matching
+// [ErrInvalid] if s is nil or an option is out of range.
+func NewPageCache(s interface {
+	Pages
+	Views
+}, opts PageCacheOptions) (*PageCache, error) {
+	const op = "NewPageCache"
+	if s == nil {
+		return nil, invalid(op, "store", "nil")
+	}
+	if opts.TTL == 0 {
+		opts.TTL = DefaultPageTTL
+	}
+	if err := checkPageTTL(op, "TTL", opts.TTL); err != nil {
+		return nil, err
+	}
+	if opts.MaxRank == 0 {
+		opts.MaxRank = DefaultMaxCacheRank
+	}
+	if err := checkNotNegative(op, "MaxRank", opts.MaxRank); err != nil {
+		return nil, err
+	}
+	return &PageCache{store: s, opts: opts}, nil
+}
+
+// TTL returns how long the cache keeps a page.
+func (c *PageCache) TTL() time.Duration { return c.opts.TTL }
+
+// CanCache reports whether the page at u may be cached: by the Cacheable
+// option if it is set, otherwise by the book's rule (see [CanCache]) with
+// the MaxRank option. Errors from the Store are returned as the Store
+// returned them; errors from Cacheable are wrapped.
+func (c *PageCache) CanCache(ctx context.Context, u *url.URL) (bool, error) {
+	if c.opts.Cacheable != nil {
+		ok, err := c.opts.Cacheable(ctx, u)
+		if err != nil {
+			return false, fmt.Errorf("retail: PageCache: Cacheable: %w", err)
+		}
+		return ok, nil
+	}
+	return canCache(ctx, c.store, u, c.opts.MaxRank)
+}
+
+// Lookup returns the page cached for u, without rendering and without
+// asking CanCache. A miss, an expired page, a URL whose key breaks the page
+// key rule and an entry that does not decode all give ok == false and a nil
+// error. The page belongs to the caller.
+func (c *PageCache) Lookup(ctx context.Context, u *url.URL) (p *CachedPage, ok bool, err error) {
+	key := PageKey("GET", u)
+	if checkPageKey("", key) != nil {
+		return nil, false, nil
+	}
+	return c.lookup(ctx, key)
+}
+
+func (c *PageCache) lookup(ctx context.Context, key string) (*CachedPage, bool, error) {
+	data, ok, err := c.store.Page(ctx, key)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	p, ok := decodePage(data)
+	return p, ok, nil
+}
+
+// Fetch returns the page cached for u or, on a miss, renders it with
+// render and caches it for the TTL option. It does not ask CanCache: the
+// caller has decided that u may be cached. hit reports whether the page
+// came from the cache or from a concurrent render of the same page.
+//
+// render returns the page to cache and share, or a nil page and a nil
+// error for a page that it rendered but that must be neither cached nor
+// shared (it turned out personal, or it was already sent to a client).
+// Concurrent misses for one key on the same PageCache render once: the
+// other calls wait and get the page that render returned; if it returned
+// none, or failed only because its caller's context ended, each waiting
+// call runs its own render. An error from render is returned as it is,
+// to the waiting calls too, and nothing is cached. If render panics, the
+// panic propagates to the call that ran it and the waiting calls get an
+// error. render runs on the goroutine that called Fetch.
+//
+// A page whose key breaks the page key rule (for example by being longer
+// than [MaxPageKeyLen]), or whose entry would be longer than [MaxPageSize]
+// or cannot be encoded (a header line holding a newline), is rendered and
+// returned but not cached. A failure to read the cache is returned without
+// rendering. If rendering succeeded but caching failed, Fetch returns the
+// page together with the error. The page belongs to the caller.
+func (c *PageCache) Fetch(ctx context.Context, u *url.URL, render func(context.Context) (*CachedPage, error)) (p *CachedPage, hit bool, err error) {
+	key := PageKey("GET", u)
+	if checkPageKey("", key) != nil {
+		p, err := render(ctx)
+		return p, false, err
+	}
+	p, ok, err := c.lookup(ctx, key)
+	if err != nil {
+		return nil, false, err
+	}
+	if ok {
+		return p, true, nil
+	}
+	for {
+		f, leader := c.flights.join(key)
+		if leader {
+			c.run(ctx, f, key, render)
+			return f.val.page, f.val.hit, f.val.err
+		}
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return nil, false, fmt.Errorf("retail: PageCache: %w", ctx.Err())
+		}
+		r := f.val
+		switch {
+		case r.abandoned && ctx.Err() == nil:
+			continue
+		case r.page == nil && r.err == nil:
+			p, err := render(ctx)
+			return p, false, err
+		}
+		// Each caller owns the page it gets, as from a Store.
+		return r.page.clone(), r.hit, r.err
+	}
+}
+
+// CacheRequest returns the body of the page at u: the book's
+// cache_request. If CanCache allows it, the page is served from the cache
+// (hit is true) or rendered by render and cached as a 200 page (see
+// [PageCache.Fetch], whose rules on coalescing, panics and failures apply);
+// otherwise it is rendered and nothing is stored. An entry stored by an
+// HTTP middleware for u is served too: its body is returned.
+//
+// An error from render is returned as it is, and nothing is cached.
+// Errors from CanCache or the Store are returned without rendering, except
+// that if rendering succeeded but caching failed, the body is returned
+// together with the error, so that a server may still send the page.
+func (c *PageCache) CacheRequest(ctx context.Context, u *url.URL, render func(context.Context) ([]byte, error)) (body []byte, hit bool, err error) {
+	ok, err := c.CanCache(ctx, u)
+	if err != nil {
+		return nil, false, err
+	}
+	if !ok {
+		body, err := render(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		return body, false, nil
+	}
+	p, hit, err := c.Fetch(ctx, u, func(ctx context.Context) (*CachedPage, error) {
+		body, err := render(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &CachedPage{Status: 200, Body: body}, nil
+	})
+	if p == nil {
+		return nil, false, err
+	}
+	return p.Body, hit, err
 }
 
 // fillResult is what the render of a page gives the calls waiting on it.
 type fillResult struct {
-	body []byte
+	page *CachedPage // nil: not to be shared
 	hit  bool
 	err  error
 	// abandoned is set when the render failed only because the context of
@@ -59,152 +220,11 @@ type fillResult struct {
 	abandoned bool
 }
 
-// flights coalesces concurrent misses for one page key: the first caller
-// (the leader) renders, the others wait on its flight. [PageCache] and
-// [PageMiddleware] share it; the zero value is ready to use.
-type flights[T any] struct {
-	mu sync.Mutex
-	m  map[string]*flight[T]
-}
-
-// flight is one render in progress.
-type flight[T any] struct {
-	done chan struct{} // closed by the first release
-	once sync.Once
-	val  T // final once done is closed
-}
-
-// release sets f's value and wakes its waiters; later calls do nothing.
-func (f *flight[T]) release(v T) {
-	f.once.Do(func() {
-		f.val = v
-		close(f.done)
-	})
-}
-
-// join returns the flight for key, or registers a new one, in which case
-// leader is true and the caller must render, then call leave.
-func (g *flights[T]) join(key string) (f *flight[T], leader bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if f := g.m[key]; f != nil {
-		return f, false
-	}
-	if g.m == nil {
-		g.m = make(map[string]*flight[T])
-	}
-	f = &flight[T]{done: make(chan struct{})}
-	g.m[key] = f
-	return f, true
-}
-
-// leave ends the leader's flight for key: later misses start a new one.
-func (g *flights[T]) leave(key string) {
-	g.mu.Lock()
-	delete(g.m, key)
-	g.mu.Unlock()
-}
-
-var errRenderPanicked = errors.New("retail: CacheRequest: render panicked")
-
-// CanCache reports whether the page at u may be cached: by c.Cacheable if it
-// is set, otherwise by the book's rule with c.MaxRank (see [CanCache]).
-// Errors from the Store or from c.Cacheable are returned wrapped; settings
-// of c that are out of range yield an error matching [ErrInvalid].
-func (c *PageCache) CanCache(ctx context.Context, u *url.URL) (bool, error) {
-	if _, err := c.settings(); err != nil {
-		return false, err
-	}
-	ok, err := c.decide(ctx, u)
-	if err != nil {
-		return false, fmt.Errorf("retail: CanCache: %w", err)
-	}
-	return ok, nil
-}
-
-// decide is CanCache without the checks and wrapping of CanCache.
-func (c *PageCache) decide(ctx context.Context, u *url.URL) (bool, error) {
-	if c.Cacheable != nil {
-		return c.Cacheable(ctx, u)
-	}
-	maxRank := c.MaxRank
-	if maxRank == 0 {
-		maxRank = DefaultMaxCacheRank
-	}
-	return canCache(ctx, c.Store, u, maxRank)
-}
-
-// CacheRequest returns the page at u, served from the cache when it may be
-// cached and is, or rendered by render otherwise; hit reports whether the
-// body came from the cache. The page is cached under PageKey("GET", u), so
-// CacheRequest is meant for GET requests.
-//
-// A page that may not be cached (see [PageCache.CanCache]), or whose key
-// breaks the page key rule of [ValidatePage] (for example by being longer
-// than [MaxPageKeyLen]), is rendered and nothing is stored. On a miss,
-// concurrent calls for one page key on the same PageCache render once and
-// all return that render's body; the body is then cached for c.TTL, unless
-// it is longer than [MaxPageSize], in which case it is returned but not
-// cached. If the call that runs render has its context canceled, the calls
-// waiting on it render again under their own contexts rather than fail.
-// Every call owns the body it gets back, even when the render was shared.
-//
-// An error from render is returned as it is, and nothing is cached. Errors
-// from the Store or from c.Cacheable are returned wrapped; settings of c
-// that are out of range yield an error matching [ErrInvalid] before
-// anything else happens. A failure to read the cache is returned without
-// rendering. If rendering succeeded but caching the body failed,
-// CacheRequest returns the rendered body together with the error, so that
-// a server may still send the page and report the failure; in every other
-// case body is nil when err is not nil. If render panics, the panic
-// propagates to the caller that ran it, and the calls waiting on it return
-// an error.
-func (c *PageCache) CacheRequest(ctx context.Context, u *url.URL, render func(context.Context) ([]byte, error)) (body []byte, hit bool, err error) {
-	ttl, err := c.settings()
-	if err != nil {
-		return nil, false, err
-	}
-	ok, err := c.decide(ctx, u)
-	if err != nil {
-		return nil, false, wrapCacheRequest(err)
-	}
-	key := PageKey(http.MethodGet, u)
-	if !ok || ValidatePage(key) != nil {
-		body, err := render(ctx)
-		if err != nil {
-			return nil, false, err
-		}
-		return body, false, nil
-	}
-	body, ok, err = c.Store.Page(ctx, key)
-	if err != nil {
-		return nil, false, wrapCacheRequest(err)
-	}
-	if ok {
-		return body, true, nil
-	}
-	for {
-		f, leader := c.flights.join(key)
-		if leader {
-			c.run(ctx, f, key, ttl, render)
-			return f.val.body, f.val.hit, f.val.err
-		}
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			return nil, false, wrapCacheRequest(ctx.Err())
-		}
-		if f.val.abandoned && ctx.Err() == nil {
-			continue
-		}
-		// Each caller owns the body it gets, as from a Store.
-		return bytes.Clone(f.val.body), f.val.hit, f.val.err
-	}
-}
+var errRenderPanicked = errors.New("retail: PageCache: the render of this page panicked")
 
 // run renders for the flight f and releases its waiters, even if render
 // panics.
-func (c *PageCache) run(ctx context.Context, f *flight[fillResult], key string, ttl time.Duration, render func(context.Context) ([]byte, error)) {
+func (c *PageCache) run(ctx context.Context, f *flight, key string, render func(context.Context) (*CachedPage, error)) {
 	r := fillResult{err: errRenderPanicked} // kept only if fill panics
 	defer func() {
 		// Leave before releasing, so that a waiter that retries starts a
@@ -212,52 +232,30 @@ func (c *PageCache) run(ctx context.Context, f *flight[fillResult], key string, 
 		c.flights.leave(key)
 		f.release(r)
 	}()
-	r.body, r.hit, r.err = c.fill(ctx, key, ttl, render)
+	r.page, r.hit, r.err = c.fill(ctx, key, render)
 	r.abandoned = r.err != nil && ctx.Err() != nil
 }
 
 // fill renders the page under key and caches it.
-func (c *PageCache) fill(ctx context.Context, key string, ttl time.Duration, render func(context.Context) ([]byte, error)) (body []byte, hit bool, err error) {
+func (c *PageCache) fill(ctx context.Context, key string, render func(context.Context) (*CachedPage, error)) (*CachedPage, bool, error) {
 	// A render for key may have finished and cached the page between this
 	// caller's miss and its turn to render: look again, so that a page is
 	// rendered once however the calls interleave.
-	body, ok, err := c.Store.Page(ctx, key)
-	if err != nil {
-		return nil, false, wrapCacheRequest(err)
+	if p, ok, err := c.lookup(ctx, key); err != nil || ok {
+		return p, ok, err
 	}
-	if ok {
-		return body, true, nil
-	}
-	body, err = render(ctx)
-	if err != nil {
+	p, err := render(ctx)
+	if err != nil || p == nil {
 		return nil, false, err
 	}
-	if len(body) > MaxPageSize {
-		return body, false, nil
+	data, ok := p.encode()
+	if !ok || len(data) > MaxPageSize {
+		return p, false, nil
 	}
-	if err := c.Store.SetPage(ctx, key, body, ttl); err != nil {
-		return body, false, wrapCacheRequest(err)
+	if err := c.store.SetPage(ctx, key, data, c.opts.TTL); err != nil {
+		return p, false, err
 	}
-	return body, false, nil
-}
-
-// settings checks c's fields and returns the TTL to cache pages for.
-func (c *PageCache) settings() (ttl time.Duration, err error) {
-	ttl = c.TTL
-	if ttl == 0 {
-		ttl = DefaultPageTTL
-	}
-	if ttl < MinDuration || ttl > MaxPageTTL {
-		return 0, invalid("PageCache", "TTL", "not in "+MinDuration.String()+".."+days(MaxPageTTL))
-	}
-	if c.MaxRank < 0 {
-		return 0, invalid("PageCache", "MaxRank", "negative")
-	}
-	return ttl, nil
-}
-
-func wrapCacheRequest(err error) error {
-	return fmt.Errorf("retail: CacheRequest: %w", err)
+	return p, false, nil
 }
 
 // PageKey returns the canonical cache key of a request: the method, a space,
@@ -265,7 +263,8 @@ func wrapCacheRequest(err error) error {
 // not empty, "?" and the query with its keys sorted and each key's values in
 // their original order, e.g. "GET test.com/?a=1&item=x". The scheme, user
 // information and fragment are not part of the key. Requests that differ
-// only in query order or host case share a key.
+// only in query order or host case share a key. [PageCache] stores every
+// page under PageKey("GET", u).
 //
 // A query that does not parse is kept as it was sent. Such a key never
 // equals the key of a query that parses, because the canonical encoding
@@ -298,13 +297,9 @@ func PageKey(method string, u *url.URL) string {
 // (no "_" query parameter), and the item must be ranked by views below the
 // limit. A query that does not parse, or an item id that breaks the input
 // rules, makes the page not cacheable rather than an error: such a page is
-// simply rendered every time. Errors from views are returned wrapped.
+// simply rendered every time. Errors from views are returned as they are.
 func CanCache(ctx context.Context, views Views, u *url.URL) (bool, error) {
-	ok, err := canCache(ctx, views, u, DefaultMaxCacheRank)
-	if err != nil {
-		return false, fmt.Errorf("retail: CanCache: %w", err)
-	}
-	return ok, nil
+	return canCache(ctx, views, u, DefaultMaxCacheRank)
 }
 
 func canCache(ctx context.Context, views Views, u *url.URL, maxRank int) (bool, error) {
@@ -317,7 +312,7 @@ func canCache(ctx context.Context, views Views, u *url.URL, maxRank int) (bool, 
 	if len(items) != 1 || items[0] == "" || q.Has("_") {
 		return false, nil
 	}
-	if ValidateItemRank(items[0]) != nil {
+	if checkID("", "", items[0]) != nil {
 		return false, nil
 	}
 	rank, ok, err := views.ItemRank(ctx, items[0])
@@ -331,6 +326,9 @@ func canCache(ctx context.Context, views Views, u *url.URL, maxRank int) (bool, 
 // Each call stands alone: concurrent misses for one page each render it. A
 // server should keep one PageCache instead, so that they render once.
 func CacheRequest(ctx context.Context, s Store, u *url.URL, render func(context.Context) ([]byte, error)) (body []byte, hit bool, err error) {
-	c := PageCache{Store: s}
+	c, err := NewPageCache(s, PageCacheOptions{})
+	if err != nil {
+		return nil, false, err
+	}
 	return c.CacheRequest(ctx, u, render)
 }

@@ -15,8 +15,8 @@ const (
 )
 
 // ViewRescalerOptions configures a [ViewRescaler]. Zero fields take the
-// defaults above; values out of range make Run fail with an error matching
-// [ErrInvalid].
+// defaults named on each; values out of range make [NewViewRescaler] fail
+// with an error matching [ErrInvalid].
 type ViewRescalerOptions struct {
 	// Every is the time from the start of Run, or the end of one rescale,
 	// to the next rescale; DefaultRescaleEvery if zero.
@@ -51,11 +51,15 @@ type ViewRescaler struct {
 	opts  ViewRescalerOptions
 }
 
-// NewViewRescaler returns a rescaler of s's view counts. It panics if s is
-// nil, which is a programming error.
-func NewViewRescaler(s Views, opts ViewRescalerOptions) *ViewRescaler {
+// NewViewRescaler returns a rescaler of s's view counts. It returns an
+// error matching [ErrInvalid] if s is nil or an option is out of range.
+func NewViewRescaler(s Views, opts ViewRescalerOptions) (*ViewRescaler, error) {
+	const op = "NewViewRescaler"
 	if s == nil {
-		panic("retail: NewViewRescaler: nil Views")
+		return nil, invalid(op, "store", "nil")
+	}
+	if opts.Every < 0 {
+		return nil, invalid(op, "Every", "negative")
 	}
 	if opts.Every == 0 {
 		opts.Every = DefaultRescaleEvery
@@ -66,32 +70,25 @@ func NewViewRescaler(s Views, opts ViewRescalerOptions) *ViewRescaler {
 	if opts.Factor == 0 {
 		opts.Factor = DefaultRescaleFactor
 	}
-	return &ViewRescaler{views: s, opts: opts}
+	if err := checkRescale(op, opts.Keep, opts.Factor); err != nil {
+		return nil, err
+	}
+	return &ViewRescaler{views: s, opts: opts}, nil
 }
 
 // Run rescales view counts every Every until ctx ends, and then returns
-// nil. If the Store is closed it returns an error matching [ErrClosed]; if
-// the options are out of range, an error matching [ErrInvalid] at once.
-// Other errors are logged, and the rescale is tried again Every later.
-// Run only one ViewRescaler per Store: each one rescales.
+// nil. If the Store is closed it returns the Store's error, which matches
+// [ErrClosed]. Other errors are logged, and the rescale is tried again
+// Every later. Run only one ViewRescaler per Store: each one rescales.
 func (r *ViewRescaler) Run(ctx context.Context) error {
-	const worker = "ViewRescaler"
 	o := r.opts
-	switch {
-	case o.Every < 0:
-		return invalid(worker, "Every", "negative")
-	case o.Keep < 0:
-		return invalid(worker, "Keep", "negative")
-	case !(o.Factor > 0 && o.Factor <= 1): // written so that NaN fails too
-		return invalid(worker, "Factor", "not in (0, 1]")
-	}
 	for pause(ctx, o.Every) {
 		err := r.views.RescaleViews(ctx, o.Keep, o.Factor)
-		if stop, runErr := stopOn(ctx, worker, err); stop {
+		if stop, runErr := stopOn(ctx, err); stop {
 			return runErr
 		}
 		if err != nil {
-			logError(ctx, o.Logger, worker, "retail: rescaling views failed; retrying later", err)
+			logError(ctx, o.Logger, "ViewRescaler", "retail: rescaling views failed; retrying later", err)
 		}
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"strconv"
 	"time"
 )
 
@@ -23,8 +22,8 @@ const (
 type RowLoader func(ctx context.Context, row string) (any, error)
 
 // RowCacherOptions configures a [RowCacher]. Zero fields take the defaults
-// above; values out of range make Run fail with an error matching
-// [ErrInvalid].
+// named on each; values out of range make [NewRowCacher] fail with an error
+// matching [ErrInvalid].
 type RowCacherOptions struct {
 	// Poll is how long the cacher waits after a claim that returned fewer
 	// than Batch rows, or failed; DefaultRowPoll if zero. It bounds how late
@@ -55,14 +54,17 @@ type RowCacher struct {
 }
 
 // NewRowCacher returns a cacher of s's scheduled rows that loads them with
-// load. It panics if s or load is nil, which is a programming error, as
-// http.Handle does with a nil handler.
-func NewRowCacher(s Rows, load RowLoader, opts RowCacherOptions) *RowCacher {
-	if s == nil {
-		panic("retail: NewRowCacher: nil Rows")
-	}
-	if load == nil {
-		panic("retail: NewRowCacher: nil RowLoader")
+// load. It returns an error matching [ErrInvalid] if s or load is nil or an
+// option is out of range.
+func NewRowCacher(s Rows, load RowLoader, opts RowCacherOptions) (*RowCacher, error) {
+	const op = "NewRowCacher"
+	switch {
+	case s == nil:
+		return nil, invalid(op, "store", "nil")
+	case load == nil:
+		return nil, invalid(op, "load", "nil")
+	case opts.Poll < 0:
+		return nil, invalid(op, "Poll", "negative")
 	}
 	if opts.Poll == 0 {
 		opts.Poll = DefaultRowPoll
@@ -70,12 +72,14 @@ func NewRowCacher(s Rows, load RowLoader, opts RowCacherOptions) *RowCacher {
 	if opts.Batch == 0 {
 		opts.Batch = DefaultRowBatch
 	}
-	return &RowCacher{rows: s, load: load, opts: opts}
+	if err := checkClaimLimit(op, "Batch", opts.Batch); err != nil {
+		return nil, err
+	}
+	return &RowCacher{rows: s, load: load, opts: opts}, nil
 }
 
 // Run refreshes due rows until ctx ends, and then returns nil. If the Store
-// is closed it returns an error matching [ErrClosed]; if the options are
-// out of range, an error matching [ErrInvalid] at once.
+// is closed it returns the Store's error, which matches [ErrClosed].
 //
 // A row whose load, encoding or storing fails is logged and skipped: it
 // stays scheduled, since claiming it already set its next refresh, so it
@@ -84,15 +88,9 @@ func NewRowCacher(s Rows, load RowLoader, opts RowCacherOptions) *RowCacher {
 func (c *RowCacher) Run(ctx context.Context) error {
 	const worker = "RowCacher"
 	o := c.opts
-	switch {
-	case o.Poll < 0:
-		return invalid(worker, "Poll", "negative")
-	case o.Batch < 0 || o.Batch > MaxClaimRows:
-		return invalid(worker, "Batch", "not in 1.."+strconv.Itoa(MaxClaimRows))
-	}
 	for {
 		rows, err := c.rows.ClaimDueRows(ctx, o.Batch)
-		if stop, runErr := stopOn(ctx, worker, err); stop {
+		if stop, runErr := stopOn(ctx, err); stop {
 			return runErr
 		}
 		if err != nil {
@@ -103,7 +101,7 @@ func (c *RowCacher) Run(ctx context.Context) error {
 				return nil
 			}
 			if err := c.refresh(ctx, row); err != nil {
-				if stop, runErr := stopOn(ctx, worker, err); stop {
+				if stop, runErr := stopOn(ctx, err); stop {
 					return runErr
 				}
 				logError(ctx, o.Logger, worker, "retail: refreshing a cached row failed; skipping it", err, slog.String("row", row))

@@ -3,7 +3,6 @@ package retail
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 )
@@ -30,14 +29,15 @@ func pause(ctx context.Context, d time.Duration) bool {
 
 // stopOn reports whether a worker must stop after a Store call returned
 // err, and what its Run returns then: nil once ctx has ended, whatever the
-// call said, since ending ctx is how a worker is asked to stop; the wrapped
-// error if the Store is closed, since retrying could never succeed.
-func stopOn(ctx context.Context, worker string, err error) (stop bool, runErr error) {
+// call said, since ending ctx is how a worker is asked to stop; the Store's
+// error (which names the operation) if the Store is closed, since retrying
+// could never succeed.
+func stopOn(ctx context.Context, err error) (stop bool, runErr error) {
 	if ctx.Err() != nil {
 		return true, nil
 	}
 	if errors.Is(err, ErrClosed) {
-		return true, fmt.Errorf("retail: %s: %w", worker, err)
+		return true, err
 	}
 	return false, nil
 }

@@ -15,7 +15,10 @@ func testBookPageCaching(h *harness) {
 	const token, user, item = "book-page-token", "username", "itemX"
 	h.update(token, user, item)
 
-	pages := &retail.PageCache{Store: h.s}
+	pages, err := retail.NewPageCache(h.s, retail.PageCacheOptions{})
+	if err != nil {
+		h.t.Fatalf("NewPageCache() = %v", err)
+	}
 	renders := 0
 	render := func(context.Context) ([]byte, error) {
 		renders++
@@ -31,8 +34,18 @@ func testBookPageCaching(h *harness) {
 	if renders != 1 {
 		h.t.Fatalf("CacheRequest(%s) twice rendered %d times, want 1", u, renders)
 	}
-	// The page is in the Store itself, under its canonical key.
-	h.wantPage(retail.PageKey("GET", u), "content for "+item)
+	// The page is in the Store itself, under its canonical key, where
+	// another PageCache (another server) finds it.
+	if _, ok, err := h.s.Page(h.ctx, retail.PageKey("GET", u)); err != nil || !ok {
+		h.t.Fatalf("Page(%q) = _, %v, %v; want the cached entry", retail.PageKey("GET", u), ok, err)
+	}
+	other, err := retail.NewPageCache(h.s, retail.PageCacheOptions{})
+	if err != nil {
+		h.t.Fatalf("NewPageCache() = %v", err)
+	}
+	if body, hit, err := other.CacheRequest(h.ctx, u, render); err != nil || !hit || string(body) != "content for "+item {
+		h.t.Fatalf("another PageCache: CacheRequest(%s) = %q, hit %v, %v; want %q, hit true, nil", u, body, hit, err, "content for "+item)
+	}
 
 	for _, raw := range []string{"http://test.com/", "http://test.com/?item=itemX&_=1234536"} {
 		ok, err := pages.CanCache(h.ctx, mustURL(h, raw))

@@ -4,25 +4,20 @@ import (
 	"context"
 	"maps"
 	"strings"
-
-	"github.com/retailkit/retail"
 )
 
-// AddToCart implements retail.Carts. The cart lives inside its session, so
+// AddToCart implements driver.Store. The cart lives inside its session, so
 // it goes wherever the session goes.
-func (s *Store) AddToCart(ctx context.Context, token, item string, count int) error {
-	if err := s.begin(ctx, retail.ValidateAddToCart(token, item, count)); err != nil {
-		return err
-	}
+func (s *store) AddToCart(ctx context.Context, token, item string, count int) (bool, error) {
 	s.sessMu.Lock()
 	defer s.sessMu.Unlock()
 	x := s.sessions[token]
 	if x == nil {
-		return retail.ErrNoSession
+		return false, nil
 	}
 	if count <= 0 {
 		delete(x.cart, item)
-		return nil
+		return true, nil
 	}
 	if x.cart == nil {
 		x.cart = make(map[string]int)
@@ -31,14 +26,11 @@ func (s *Store) AddToCart(ctx context.Context, token, item string, count int) er
 		item = strings.Clone(item)
 	}
 	x.cart[item] = count
-	return nil
+	return true, nil
 }
 
-// Cart implements retail.Carts.
-func (s *Store) Cart(ctx context.Context, token string) (map[string]int, error) {
-	if err := s.begin(ctx, retail.ValidateCart(token)); err != nil {
-		return nil, err
-	}
+// Cart implements driver.Store.
+func (s *store) Cart(ctx context.Context, token string) (map[string]int, error) {
 	s.sessMu.RLock()
 	defer s.sessMu.RUnlock()
 	if x := s.sessions[token]; x != nil && len(x.cart) > 0 {

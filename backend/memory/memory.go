@@ -11,28 +11,31 @@
 package memory
 
 import (
-	"context"
 	"sync"
-	"sync/atomic"
 
 	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/driver"
 )
 
 // Options configures a Store. The zero value is the book's configuration.
 type Options struct {
-	// Clock tells the Store the time. Zero means retail.SystemClock.
+	// Clock tells the Store the time; retail.SystemClock if nil.
 	Clock retail.Clock
-	// RecentLimit is how many recently viewed items a session keeps.
-	// Zero or less means retail.DefaultRecentLimit.
+	// RecentLimit is how many recently viewed items a session keeps;
+	// retail.DefaultRecentLimit if zero. It must not be negative.
 	RecentLimit int
 }
 
 // Store is an in-memory retail.Store. Create one with New; it is safe for
 // concurrent use.
 type Store struct {
+	retail.Store
+}
+
+// store is the driver under Store.
+type store struct {
 	clock       retail.Clock
 	recentLimit int
-	closed      atomic.Bool
 
 	sessMu   sync.RWMutex
 	sessions map[string]*session
@@ -53,17 +56,24 @@ type Store struct {
 	rowData  map[string][]byte
 }
 
-var _ retail.Store = (*Store)(nil)
+var (
+	_ retail.Store = (*Store)(nil)
+	_ driver.Store = (*store)(nil)
+)
 
-// New returns an empty Store.
-func New(opts Options) *Store {
+// New returns an empty Store. It returns an error matching retail.ErrInvalid
+// if an option is out of range.
+func New(opts Options) (*Store, error) {
+	if opts.RecentLimit < 0 {
+		return nil, &retail.InputError{Op: "memory.New", Arg: "RecentLimit", Reason: "negative"}
+	}
 	if opts.Clock == nil {
 		opts.Clock = retail.SystemClock{}
 	}
-	if opts.RecentLimit <= 0 {
+	if opts.RecentLimit == 0 {
 		opts.RecentLimit = retail.DefaultRecentLimit
 	}
-	return &Store{
+	d := &store{
 		clock:       opts.Clock,
 		recentLimit: opts.RecentLimit,
 		sessions:    make(map[string]*session),
@@ -72,32 +82,15 @@ func New(opts Options) *Store {
 		rows:        make(map[string]*rowEntry),
 		rowData:     make(map[string][]byte),
 	}
+	return &Store{retail.NewStore(d)}, nil
 }
 
-// Close makes every later call return retail.ErrClosed. Calls already
-// running complete. Close always returns nil.
-func (s *Store) Close() error {
-	s.closed.Store(true)
-	return nil
-}
-
-// begin gates every call: invalid input first (inputErr, from the retail
-// Validate functions), then a done context, then a closed store.
-func (s *Store) begin(ctx context.Context, inputErr error) error {
-	if inputErr != nil {
-		return inputErr
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if s.closed.Load() {
-		return retail.ErrClosed
-	}
-	return nil
-}
+// Close implements driver.Store. There is nothing to release; calls still
+// running when the Store is closed complete.
+func (s *store) Close() error { return nil }
 
 // now reads the clock at the millisecond resolution every backend uses.
-func (s *Store) now() int64 { return s.clock.Now().UnixMilli() }
+func (s *store) now() int64 { return s.clock.Now().UnixMilli() }
 
 func cloneBytes(b []byte) []byte {
 	if b == nil {

@@ -5,8 +5,6 @@ import (
 	"context"
 	"strings"
 	"time"
-
-	"github.com/retailkit/retail"
 )
 
 type page struct {
@@ -35,11 +33,8 @@ func (h *pageHeap) Pop() any {
 	return p
 }
 
-// Page implements retail.Pages.
-func (s *Store) Page(ctx context.Context, key string) ([]byte, bool, error) {
-	if err := s.begin(ctx, retail.ValidatePage(key)); err != nil {
-		return nil, false, err
-	}
+// Page implements driver.Store.
+func (s *store) Page(ctx context.Context, key string) ([]byte, bool, error) {
 	now := s.now()
 	s.pageMu.Lock()
 	defer s.pageMu.Unlock()
@@ -50,11 +45,8 @@ func (s *Store) Page(ctx context.Context, key string) ([]byte, bool, error) {
 	return cloneBytes(p.body), true, nil
 }
 
-// SetPage implements retail.Pages.
-func (s *Store) SetPage(ctx context.Context, key string, body []byte, ttl time.Duration) error {
-	if err := s.begin(ctx, retail.ValidateSetPage(key, body, ttl)); err != nil {
-		return err
-	}
+// SetPage implements driver.Store.
+func (s *store) SetPage(ctx context.Context, key string, body []byte, ttl time.Duration) error {
 	now := s.now()
 	body = cloneBytes(body)
 	s.pageMu.Lock()

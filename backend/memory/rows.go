@@ -5,8 +5,6 @@ import (
 	"context"
 	"strings"
 	"time"
-
-	"github.com/retailkit/retail"
 )
 
 type rowEntry struct {
@@ -37,11 +35,8 @@ func (h *rowHeap) Pop() any {
 	return e
 }
 
-// ScheduleRowCache implements retail.Rows.
-func (s *Store) ScheduleRowCache(ctx context.Context, row string, delay time.Duration) error {
-	if err := s.begin(ctx, retail.ValidateScheduleRowCache(row, delay)); err != nil {
-		return err
-	}
+// ScheduleRowCache implements driver.Store.
+func (s *store) ScheduleRowCache(ctx context.Context, row string, delay time.Duration) error {
 	now := s.now()
 	s.rowMu.Lock()
 	defer s.rowMu.Unlock()
@@ -58,11 +53,8 @@ func (s *Store) ScheduleRowCache(ctx context.Context, row string, delay time.Dur
 	return nil
 }
 
-// ClaimDueRows implements retail.Rows.
-func (s *Store) ClaimDueRows(ctx context.Context, limit int) ([]string, error) {
-	if err := s.begin(ctx, retail.ValidateClaimDueRows(limit)); err != nil {
-		return nil, err
-	}
+// ClaimDueRows implements driver.Store.
+func (s *store) ClaimDueRows(ctx context.Context, limit int) ([]string, error) {
 	now := s.now()
 	s.rowMu.Lock()
 	defer s.rowMu.Unlock()
@@ -82,11 +74,8 @@ func (s *Store) ClaimDueRows(ctx context.Context, limit int) ([]string, error) {
 	return claimed, nil
 }
 
-// Row implements retail.Rows.
-func (s *Store) Row(ctx context.Context, row string) ([]byte, bool, error) {
-	if err := s.begin(ctx, retail.ValidateRow(row)); err != nil {
-		return nil, false, err
-	}
+// Row implements driver.Store.
+func (s *store) Row(ctx context.Context, row string) ([]byte, bool, error) {
 	s.rowMu.Lock()
 	defer s.rowMu.Unlock()
 	data, ok := s.rowData[row]
@@ -96,11 +85,8 @@ func (s *Store) Row(ctx context.Context, row string) ([]byte, bool, error) {
 	return cloneBytes(data), true, nil
 }
 
-// SetRow implements retail.Rows.
-func (s *Store) SetRow(ctx context.Context, row string, data []byte) error {
-	if err := s.begin(ctx, retail.ValidateSetRow(row, data)); err != nil {
-		return err
-	}
+// SetRow implements driver.Store.
+func (s *store) SetRow(ctx context.Context, row string, data []byte) error {
 	data = cloneBytes(data)
 	s.rowMu.Lock()
 	defer s.rowMu.Unlock()

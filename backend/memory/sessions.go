@@ -4,8 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-
-	"github.com/retailkit/retail"
 )
 
 type session struct {
@@ -59,11 +57,8 @@ func (l *sessionList) insert(x *session) {
 	}
 }
 
-// CheckToken implements retail.Sessions.
-func (s *Store) CheckToken(ctx context.Context, token string) (string, bool, error) {
-	if err := s.begin(ctx, retail.ValidateCheckToken(token)); err != nil {
-		return "", false, err
-	}
+// CheckToken implements driver.Store.
+func (s *store) CheckToken(ctx context.Context, token string) (string, bool, error) {
 	s.sessMu.RLock()
 	defer s.sessMu.RUnlock()
 	if x := s.sessions[token]; x != nil {
@@ -72,11 +67,8 @@ func (s *Store) CheckToken(ctx context.Context, token string) (string, bool, err
 	return "", false, nil
 }
 
-// UpdateToken implements retail.Sessions.
-func (s *Store) UpdateToken(ctx context.Context, token, user, item string) error {
-	if err := s.begin(ctx, retail.ValidateUpdateToken(token, user, item)); err != nil {
-		return err
-	}
+// UpdateToken implements driver.Store.
+func (s *store) UpdateToken(ctx context.Context, token, user, item string) error {
 	now := s.now()
 	if item != "" {
 		// The views map holds one copy of every item name; the recent
@@ -123,11 +115,8 @@ func pushRecent(recent []string, item string, limit int) []string {
 	return recent
 }
 
-// RecentItems implements retail.Sessions.
-func (s *Store) RecentItems(ctx context.Context, token string) ([]string, error) {
-	if err := s.begin(ctx, retail.ValidateRecentItems(token)); err != nil {
-		return nil, err
-	}
+// RecentItems implements driver.Store.
+func (s *store) RecentItems(ctx context.Context, token string) ([]string, error) {
 	s.sessMu.RLock()
 	defer s.sessMu.RUnlock()
 	if x := s.sessions[token]; x != nil && len(x.recent) > 0 {
@@ -136,11 +125,8 @@ func (s *Store) RecentItems(ctx context.Context, token string) ([]string, error)
 	return nil, nil
 }
 
-// Logout implements retail.Sessions.
-func (s *Store) Logout(ctx context.Context, token string) error {
-	if err := s.begin(ctx, retail.ValidateLogout(token)); err != nil {
-		return err
-	}
+// Logout implements driver.Store.
+func (s *store) Logout(ctx context.Context, token string) error {
 	s.sessMu.Lock()
 	defer s.sessMu.Unlock()
 	if x := s.sessions[token]; x != nil {
@@ -150,16 +136,13 @@ func (s *Store) Logout(ctx context.Context, token string) error {
 }
 
 // dropSession deletes a session with everything it owns. sessMu must be held.
-func (s *Store) dropSession(x *session) {
+func (s *store) dropSession(x *session) {
 	s.byAge.remove(x)
 	delete(s.sessions, x.token)
 }
 
-// SessionCount implements retail.Sessions.
-func (s *Store) SessionCount(ctx context.Context) (int, error) {
-	if err := s.begin(ctx, nil); err != nil {
-		return 0, err
-	}
+// SessionCount implements driver.Store.
+func (s *store) SessionCount(ctx context.Context) (int, error) {
 	s.sessMu.RLock()
 	defer s.sessMu.RUnlock()
 	return len(s.sessions), nil
@@ -168,13 +151,10 @@ func (s *Store) SessionCount(ctx context.Context) (int, error) {
 // cleanChunk bounds how long one pass holds the session lock at a time.
 const cleanChunk = 1024
 
-// CleanSessions implements retail.Sessions. A long pass works in chunks so
+// CleanSessions implements driver.Store. A long pass works in chunks so
 // that requests are not held up behind it; a session seen after the pass
 // began has a higher seq and stops the pass before it is reached.
-func (s *Store) CleanSessions(ctx context.Context, keep, max int) (int, error) {
-	if err := s.begin(ctx, retail.ValidateCleanSessions(keep, max)); err != nil {
-		return 0, err
-	}
+func (s *store) CleanSessions(ctx context.Context, keep, max int) (int, error) {
 	removed := 0
 	var passSeq uint64
 	for removed < max {

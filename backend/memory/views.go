@@ -4,12 +4,12 @@ import (
 	"context"
 	"strings"
 
-	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/driver"
 )
 
 // countView counts one view of item and returns the Store's copy of the
 // item's name.
-func (s *Store) countView(item string) string {
+func (s *store) countView(item string) string {
 	s.viewMu.Lock()
 	defer s.viewMu.Unlock()
 	if k := s.views[item]; k != nil {
@@ -23,11 +23,8 @@ func (s *Store) countView(item string) string {
 	return k.item
 }
 
-// ItemRank implements retail.Views.
-func (s *Store) ItemRank(ctx context.Context, item string) (int, bool, error) {
-	if err := s.begin(ctx, retail.ValidateItemRank(item)); err != nil {
-		return 0, false, err
-	}
+// ItemRank implements driver.Store.
+func (s *store) ItemRank(ctx context.Context, item string) (int, bool, error) {
 	s.viewMu.RLock()
 	defer s.viewMu.RUnlock()
 	k := s.views[item]
@@ -37,29 +34,23 @@ func (s *Store) ItemRank(ctx context.Context, item string) (int, bool, error) {
 	return s.ranks.rank(*k), true, nil
 }
 
-// TopItems implements retail.Views.
-func (s *Store) TopItems(ctx context.Context, n int) ([]retail.ItemViews, error) {
-	if err := s.begin(ctx, retail.ValidateTopItems(n)); err != nil {
-		return nil, err
-	}
+// TopItems implements driver.Store.
+func (s *store) TopItems(ctx context.Context, n int) ([]driver.ItemViews, error) {
 	s.viewMu.RLock()
 	defer s.viewMu.RUnlock()
-	top := make([]retail.ItemViews, 0, min(n, s.ranks.len()))
+	top := make([]driver.ItemViews, 0, min(n, s.ranks.len()))
 	s.ranks.ascend(func(k *rankKey) bool {
 		if len(top) == n {
 			return false
 		}
-		top = append(top, retail.ItemViews{Item: k.item, Views: k.views})
+		top = append(top, driver.ItemViews{Item: k.item, Views: k.views})
 		return true
 	})
 	return top, nil
 }
 
-// RescaleViews implements retail.Views.
-func (s *Store) RescaleViews(ctx context.Context, keep int, factor float64) error {
-	if err := s.begin(ctx, retail.ValidateRescaleViews(keep, factor)); err != nil {
-		return err
-	}
+// RescaleViews implements driver.Store.
+func (s *store) RescaleViews(ctx context.Context, keep int, factor float64) error {
 	s.viewMu.Lock()
 	defer s.viewMu.Unlock()
 	s.ranks.truncate(keep, func(k *rankKey) { delete(s.views, k.item) })

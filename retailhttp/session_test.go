@@ -1,4 +1,4 @@
-package retail_test
+package retailhttp_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package retail
+package retailhttp
 
 // This file holds the responses of the page-cache middleware (pagemw.go):
 // how a handler's response is captured, which responses may be cached,

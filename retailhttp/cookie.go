@@ -1,4 +1,4 @@
-package retail
+package retailhttp
 
 import (
 	"crypto/hmac"

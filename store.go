@@ -1,0 +1,307 @@
+package retail
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/retailkit/retail/driver"
+)
+
+// NewStore returns the Store over a backend's driver: the one front door of
+// every backend. It checks each call's arguments against the input rules
+// (returning an [*InputError] before the driver sees them), returns a
+// context's error if it has ended before the call, refuses calls after
+// Close with [ErrClosed], reports a missing session as [ErrNoSession], and
+// wraps every other error once in an [*OpError] naming the operation and
+// its key argument. Backend constructors call it; users get its result from
+// them (see the package documentation, "Writing a backend").
+func NewStore(d driver.Store) Store { return &store{d: d} }
+
+type store struct {
+	d      driver.Store
+	closed atomic.Bool
+}
+
+// begin is the gate every valid call passes: a live context and an open
+// store. The caller wraps its error.
+func (s *store) begin(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+func fail(op, key string, err error) error { return &OpError{Op: op, Key: key, Err: err} }
+
+func (s *store) CheckToken(ctx context.Context, token string) (string, bool, error) {
+	const op = "CheckToken"
+	if err := checkID(op, "token", token); err != nil {
+		return "", false, err
+	}
+	if err := s.begin(ctx); err != nil {
+		return "", false, fail(op, tokenArg(token), err)
+	}
+	user, ok, err := s.d.CheckToken(ctx, token)
+	if err != nil {
+		return "", false, fail(op, tokenArg(token), err)
+	}
+	return user, ok, nil
+}
+
+func (s *store) UpdateToken(ctx context.Context, token, user, item string) error {
+	const op = "UpdateToken"
+	if err := checkUpdateToken(token, user, item); err != nil {
+		return err
+	}
+	if err := s.begin(ctx); err != nil {
+		return fail(op, tokenArg(token), err)
+	}
+	if err := s.d.UpdateToken(ctx, token, user, item); err != nil {
+		return fail(op, tokenArg(token), err)
+	}
+	return nil
+}
+
+func (s *store) RecentItems(ctx context.Context, token string) ([]string, error) {
+	const op = "RecentItems"
+	if err := checkID(op, "token", token); err != nil {
+		return nil, err
+	}
+	if err := s.begin(ctx); err != nil {
+		return nil, fail(op, tokenArg(token), err)
+	}
+	items, err := s.d.RecentItems(ctx, token)
+	if err != nil {
+		return nil, fail(op, tokenArg(token), err)
+	}
+	return items, nil
+}
+
+func (s *store) Logout(ctx context.Context, token string) error {
+	const op = "Logout"
+	if err := checkID(op, "token", token); err != nil {
+		return err
+	}
+	if err := s.begin(ctx); err != nil {
+		return fail(op, tokenArg(token), err)
+	}
+	if err := s.d.Logout(ctx, token); err != nil {
+		return fail(op, tokenArg(token), err)
+	}
+	return nil
+}
+
+func (s *store) SessionCount(ctx context.Context) (int, error) {
+	const op = "SessionCount"
+	if err := s.begin(ctx); err != nil {
+		return 0, fail(op, "", err)
+	}
+	n, err := s.d.SessionCount(ctx)
+	if err != nil {
+		return 0, fail(op, "", err)
+	}
+	return n, nil
+}
+
+func (s *store) CleanSessions(ctx context.Context, keep, max int) (int, error) {
+	const op = "CleanSessions"
+	if err := checkNotNegative(op, "keep", keep); err != nil {
+		return 0, err
+	}
+	if err := checkNotNegative(op, "max", max); err != nil {
+		return 0, err
+	}
+	if err := s.begin(ctx); err != nil {
+		return 0, fail(op, "", err)
+	}
+	removed, err := s.d.CleanSessions(ctx, keep, max)
+	if err != nil {
+		return removed, fail(op, "", err)
+	}
+	return removed, nil
+}
+
+func (s *store) AddToCart(ctx context.Context, token, item string, count int) error {
+	const op = "AddToCart"
+	if err := checkAddToCart(token, item, count); err != nil {
+		return err
+	}
+	if err := s.begin(ctx); err != nil {
+		return fail(op, tokenArg(token), err)
+	}
+	found, err := s.d.AddToCart(ctx, token, item, count)
+	if err != nil {
+		return fail(op, tokenArg(token), err)
+	}
+	if !found {
+		return fail(op, tokenArg(token), ErrNoSession)
+	}
+	return nil
+}
+
+func (s *store) Cart(ctx context.Context, token string) (map[string]int, error) {
+	const op = "Cart"
+	if err := checkID(op, "token", token); err != nil {
+		return nil, err
+	}
+	if err := s.begin(ctx); err != nil {
+		return nil, fail(op, tokenArg(token), err)
+	}
+	cart, err := s.d.Cart(ctx, token)
+	if err != nil {
+		return nil, fail(op, tokenArg(token), err)
+	}
+	if cart == nil {
+		cart = map[string]int{}
+	}
+	return cart, nil
+}
+
+func (s *store) Page(ctx context.Context, key string) ([]byte, bool, error) {
+	const op = "Page"
+	if err := checkPageKey(op, key); err != nil {
+		return nil, false, err
+	}
+	if err := s.begin(ctx); err != nil {
+		return nil, false, fail(op, keyArg("key", key), err)
+	}
+	body, ok, err := s.d.Page(ctx, key)
+	if err != nil {
+		return nil, false, fail(op, keyArg("key", key), err)
+	}
+	return body, ok, nil
+}
+
+func (s *store) SetPage(ctx context.Context, key string, body []byte, ttl time.Duration) error {
+	const op = "SetPage"
+	if err := checkSetPage(key, body, ttl); err != nil {
+		return err
+	}
+	if err := s.begin(ctx); err != nil {
+		return fail(op, keyArg("key", key), err)
+	}
+	if err := s.d.SetPage(ctx, key, body, ttl); err != nil {
+		return fail(op, keyArg("key", key), err)
+	}
+	return nil
+}
+
+func (s *store) ScheduleRowCache(ctx context.Context, row string, delay time.Duration) error {
+	const op = "ScheduleRowCache"
+	if err := checkScheduleRowCache(row, delay); err != nil {
+		return err
+	}
+	if err := s.begin(ctx); err != nil {
+		return fail(op, keyArg("row", row), err)
+	}
+	if err := s.d.ScheduleRowCache(ctx, row, delay); err != nil {
+		return fail(op, keyArg("row", row), err)
+	}
+	return nil
+}
+
+func (s *store) ClaimDueRows(ctx context.Context, limit int) ([]string, error) {
+	const op = "ClaimDueRows"
+	if err := checkClaimLimit(op, "limit", limit); err != nil {
+		return nil, err
+	}
+	if err := s.begin(ctx); err != nil {
+		return nil, fail(op, "", err)
+	}
+	rows, err := s.d.ClaimDueRows(ctx, limit)
+	if err != nil {
+		return nil, fail(op, "", err)
+	}
+	return rows, nil
+}
+
+func (s *store) Row(ctx context.Context, row string) ([]byte, bool, error) {
+	const op = "Row"
+	if err := checkID(op, "row", row); err != nil {
+		return nil, false, err
+	}
+	if err := s.begin(ctx); err != nil {
+		return nil, false, fail(op, keyArg("row", row), err)
+	}
+	data, ok, err := s.d.Row(ctx, row)
+	if err != nil {
+		return nil, false, fail(op, keyArg("row", row), err)
+	}
+	return data, ok, nil
+}
+
+func (s *store) SetRow(ctx context.Context, row string, data []byte) error {
+	const op = "SetRow"
+	if err := checkSetRow(row, data); err != nil {
+		return err
+	}
+	if err := s.begin(ctx); err != nil {
+		return fail(op, keyArg("row", row), err)
+	}
+	if err := s.d.SetRow(ctx, row, data); err != nil {
+		return fail(op, keyArg("row", row), err)
+	}
+	return nil
+}
+
+func (s *store) ItemRank(ctx context.Context, item string) (int, bool, error) {
+	const op = "ItemRank"
+	if err := checkID(op, "item", item); err != nil {
+		return 0, false, err
+	}
+	if err := s.begin(ctx); err != nil {
+		return 0, false, fail(op, keyArg("item", item), err)
+	}
+	rank, ok, err := s.d.ItemRank(ctx, item)
+	if err != nil {
+		return 0, false, fail(op, keyArg("item", item), err)
+	}
+	return rank, ok, nil
+}
+
+func (s *store) TopItems(ctx context.Context, n int) ([]ItemViews, error) {
+	const op = "TopItems"
+	if err := checkTopItems(n); err != nil {
+		return nil, err
+	}
+	if err := s.begin(ctx); err != nil {
+		return nil, fail(op, "", err)
+	}
+	top, err := s.d.TopItems(ctx, n)
+	if err != nil {
+		return nil, fail(op, "", err)
+	}
+	out := make([]ItemViews, len(top))
+	for i, t := range top {
+		out[i] = ItemViews(t)
+	}
+	return out, nil
+}
+
+func (s *store) RescaleViews(ctx context.Context, keep int, factor float64) error {
+	const op = "RescaleViews"
+	if err := checkRescale(op, keep, factor); err != nil {
+		return err
+	}
+	if err := s.begin(ctx); err != nil {
+		return fail(op, "", err)
+	}
+	if err := s.d.RescaleViews(ctx, keep, factor); err != nil {
+		return fail(op, "", err)
+	}
+	return nil
+}
+
+func (s *store) Close() error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	if err := s.d.Close(); err != nil {
+		return fail("Close", "", err)
+	}
+	return nil
+}
