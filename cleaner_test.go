@@ -62,6 +62,17 @@ func addSessions(t *testing.T, s retail.Sessions, clock *retail.ManualClock, n i
 	return tokens
 }
 
+// newCleaner returns a SessionCleaner, failing the test if the options are
+// refused.
+func newCleaner(t *testing.T, s retail.Sessions, opts retail.SessionCleanerOptions) *retail.SessionCleaner {
+	t.Helper()
+	c, err := retail.NewSessionCleaner(s, opts)
+	if err != nil {
+		t.Fatalf("NewSessionCleaner(%+v) = %v", opts, err)
+	}
+	return c
+}
+
 func sessionCount(t *testing.T, s retail.Sessions) int {
 	t.Helper()
 	n, err := s.SessionCount(context.Background())
@@ -93,7 +104,7 @@ func TestSessionCleaner_KeepsNewest(t *testing.T) {
 	rec := &recordingSessions{Sessions: s}
 	// An hour's idle: the test finishes only if passes with a backlog
 	// follow each other at once.
-	stop := start(t, retail.NewSessionCleaner(rec, retail.SessionCleanerOptions{Keep: 3, Batch: 2, Idle: time.Hour}))
+	stop := start(t, newCleaner(t, rec, retail.SessionCleanerOptions{Keep: 3, Batch: 2, Idle: time.Hour}))
 	eventually(t, "3 sessions to be left", func() bool { return sessionCount(t, s) == 3 })
 	if err := stop(); err != nil {
 		t.Errorf("Run = %v, want nil", err)
@@ -118,7 +129,7 @@ func TestSessionCleaner_LogsAndRetriesErrors(t *testing.T) {
 	addSessions(t, s, clock, 5)
 	rec := &recordingSessions{Sessions: s, failWith: errors.New("store hiccup"), failures: 2}
 	var logs logRecorder
-	stop := start(t, retail.NewSessionCleaner(rec, retail.SessionCleanerOptions{
+	stop := start(t, newCleaner(t, rec, retail.SessionCleanerOptions{
 		Keep: 2, Idle: time.Millisecond, Logger: logs.Logger(),
 	}))
 	eventually(t, "2 sessions to be left", func() bool { return sessionCount(t, s) == 2 })
@@ -133,7 +144,7 @@ func TestSessionCleaner_LogsAndRetriesErrors(t *testing.T) {
 func TestSessionCleaner_ReturnsNilOnCancel(t *testing.T) {
 	s, _ := newStore(t)
 	rec := &recordingSessions{Sessions: s}
-	stop := start(t, retail.NewSessionCleaner(rec, retail.SessionCleanerOptions{Idle: time.Hour}))
+	stop := start(t, newCleaner(t, rec, retail.SessionCleanerOptions{Idle: time.Hour}))
 	eventually(t, "a first pass", func() bool { return len(rec.passes()) > 0 })
 	// The cleaner is now idle for an hour; canceling must end that wait.
 	if err := stop(); err != nil {
@@ -143,27 +154,33 @@ func TestSessionCleaner_ReturnsNilOnCancel(t *testing.T) {
 
 func TestSessionCleaner_ReturnsErrClosed(t *testing.T) {
 	s, _ := newStore(t)
+	c := newCleaner(t, s, retail.SessionCleanerOptions{})
 	s.Close()
-	err := runToEnd(t, retail.NewSessionCleaner(s, retail.SessionCleanerOptions{}))
-	if !errors.Is(err, retail.ErrClosed) {
-		t.Errorf("Run on a closed store = %v, want %v", err, retail.ErrClosed)
-	}
+	wantClosedError(t, "Run on a closed store", runToEnd(t, c), "CleanSessions")
 }
 
-func TestSessionCleaner_RejectsInvalidOptions(t *testing.T) {
+func TestNewSessionCleaner_RejectsInvalidOptions(t *testing.T) {
 	s, _ := newStore(t)
-	for _, opts := range []retail.SessionCleanerOptions{
-		{Keep: -1},
-		{Batch: -1},
-		{Idle: -time.Second},
+	for _, tc := range []struct {
+		opts retail.SessionCleanerOptions
+		arg  string
+	}{
+		{retail.SessionCleanerOptions{Keep: -1}, "Keep"},
+		{retail.SessionCleanerOptions{Batch: -1}, "Batch"},
+		{retail.SessionCleanerOptions{Idle: -time.Nanosecond}, "Idle"},
 	} {
-		err := runToEnd(t, retail.NewSessionCleaner(s, opts))
-		if !errors.Is(err, retail.ErrInvalid) {
-			t.Errorf("Run with %+v = %v, want %v", opts, err, retail.ErrInvalid)
+		c, err := retail.NewSessionCleaner(s, tc.opts)
+		wantInputError(t, fmt.Sprintf("NewSessionCleaner(%+v)", tc.opts), err, "NewSessionCleaner", tc.arg)
+		if c != nil {
+			t.Errorf("NewSessionCleaner(%+v) returned a cleaner with its error", tc.opts)
 		}
 	}
 }
 
-func TestNewSessionCleaner_PanicsOnNilStore(t *testing.T) {
-	wantPanic(t, "NewSessionCleaner(nil, ...)", func() { retail.NewSessionCleaner(nil, retail.SessionCleanerOptions{}) })
+func TestNewSessionCleaner_RejectsNilStore(t *testing.T) {
+	c, err := retail.NewSessionCleaner(nil, retail.SessionCleanerOptions{})
+	wantInputError(t, "NewSessionCleaner(nil, ...)", err, "NewSessionCleaner", "store")
+	if c != nil {
+		t.Errorf("NewSessionCleaner(nil, ...) returned a cleaner with its error")
+	}
 }

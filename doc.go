@@ -22,13 +22,12 @@
 // ([Rows]); [RowCacher] claims due rows, loads them through a callback and
 // stores them.
 //
-// On the web, [SessionManager] issues token cookies (or signed cookies),
-// calls UpdateToken with the item of each item page and puts the [Session]
-// in the request context; [NewPageMiddleware] serves cacheable pages from
-// the page cache with an X-Cache header.
+// On the web, package [github.com/retailkit/retail/retailhttp] issues
+// token cookies (or signed cookies), records each visit and serves popular
+// pages from the [PageCache]. This package imports no net/http.
 //
 // Time comes from a [Clock], so tests move a [ManualClock] instead of
-// sleeping.
+// sleeping. Every expiry follows the Store's clock.
 //
 // # Choosing a backend
 //
@@ -36,17 +35,48 @@
 //	backend/memory          tests, examples, one-process shops; fastest, nothing persisted
 //	backend/rueidisbackend  production on Redis or a Redis Cluster, with client-side caching
 //
-// Code that takes a Store works with either.
+// Code that takes a Store works with either. Each backend's New returns a
+// Store.
+//
+// # Input rules
+//
+// Every Store applies the same rules to its arguments, before anything is
+// written; an argument outside them is rejected with an [*InputError]
+// (matching [ErrInvalid]):
+//
+//	argument            rule
+//	token, item, row    1..MaxIDLen bytes, no ASCII control characters
+//	                    (item may also be empty in UpdateToken: no item viewed)
+//	user                1..MaxUserLen bytes of valid UTF-8
+//	cart count          at most MaxCartCount (zero or less removes the line)
+//	page key            1..MaxPageKeyLen bytes, no ASCII control characters
+//	page data           at most MaxPageSize bytes
+//	page ttl            MinDuration..MaxPageTTL
+//	row data            at most MaxRowSize bytes
+//	row delay           zero or less (unschedule), or MinDuration..MaxRowDelay
+//	keep, max           not negative (CleanSessions, RescaleViews)
+//	TopItems n          0..MaxTopItems
+//	ClaimDueRows limit  1..MaxClaimRows
+//	rescale factor      greater than 0 and at most 1
+//
+// Constructors (NewPageCache, the workers', the backends') check their
+// options the same way: an option out of range is an *InputError too.
 //
 // # Errors
 //
 // A miss is not an error: lookups report it with a false boolean or an empty
 // result. Errors that callers branch on match sentinels with errors.Is:
-// [ErrInvalid] for arguments outside the input rules (see [MaxIDLen] and the
-// Validate functions; nothing is written), [ErrNoSession] when a cart is
-// touched without a live session, [ErrClosed] after Close. A canceled
-// context is returned as the context's error, before anything is written.
-// Errors from a backend's client are wrapped, so errors.As reaches them.
+// [ErrInvalid] for arguments outside the input rules (nothing is written),
+// [ErrNoSession] when a cart is touched without a live session, [ErrClosed]
+// after Close. A context that has ended before a call makes it return the
+// context's error (errors.Is(err, context.Canceled)) before anything is
+// written. Every error a Store returns, other than an *InputError, is an
+// [*OpError] that names the operation and its key argument, wrapped once:
+// errors.As reaches the backend client's own error beneath it.
+//
+// A call whose context ends while it runs may or may not have been applied:
+// on Redis, a command already sent is carried out even when the caller
+// stopped waiting for its reply.
 //
 // # Concurrency
 //
@@ -59,8 +89,31 @@
 //
 // # Writing a backend
 //
-// Implement [Store], call the Validate function of each method before doing
-// anything, and run [github.com/retailkit/retail/conformance.Run] from a
-// test. The suite is the specification; a backend that passes it behaves
-// like the others.
+// A backend implements the narrower contract of package
+// [github.com/retailkit/retail/driver], which may assume valid arguments, a
+// live context and an open store and returns raw errors, and hands its
+// driver to [NewStore], which does the checking and wrapping for every
+// backend alike:
+//
+//	type driver struct{ /* ... */ }      // implements driver.Store
+//
+//	func New(opts Options) (retail.Store, error) {
+//		return retail.NewStore(&driver{ /* ... */ }), nil
+//	}
+//
+// Then it runs the conformance suite, which is the specification, from a
+// test:
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.Run(t, func(tb testing.TB, clock retail.Clock) retail.Store {
+//			s, err := New(Options{Clock: clock})
+//			if err != nil {
+//				tb.Fatal(err)
+//			}
+//			return s
+//		})
+//	}
+//
+// A backend that passes [github.com/retailkit/retail/conformance.Run]
+// behaves like the others.
 package retail

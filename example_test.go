@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net/url"
 	"time"
 
@@ -13,7 +14,10 @@ import (
 
 func Example() {
 	ctx := context.Background()
-	store := memory.New(memory.Options{})
+	store, err := memory.New(memory.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer store.Close()
 
 	// On every request: refresh the session, counting a view of the item.
@@ -33,7 +37,10 @@ func Example() {
 func ExampleManualClock() {
 	ctx := context.Background()
 	clock := retail.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	store := memory.New(memory.Options{Clock: clock})
+	store, err := memory.New(memory.Options{Clock: clock})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer store.Close()
 
 	_ = store.SetPage(ctx, "GET shop.test/?item=itemX", []byte("<h1>itemX</h1>"), time.Minute)
@@ -47,9 +54,15 @@ func ExampleManualClock() {
 
 func ExamplePageCache() {
 	ctx := context.Background()
-	store := memory.New(memory.Options{})
+	store, err := memory.New(memory.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer store.Close()
-	pages := &retail.PageCache{Store: store}
+	pages, err := retail.NewPageCache(store, retail.PageCacheOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	_ = store.UpdateToken(ctx, "3f1c9a", "alice", "itemX") // itemX is now ranked
 	u, _ := url.Parse("http://shop.test/?item=itemX")
@@ -65,10 +78,13 @@ func ExamplePageCache() {
 }
 
 func ExampleInputError() {
-	store := memory.New(memory.Options{})
+	store, err := memory.New(memory.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer store.Close()
 
-	err := store.UpdateToken(context.Background(), "", "alice", "")
+	err = store.UpdateToken(context.Background(), "", "alice", "")
 	var in *retail.InputError
 	fmt.Println(errors.Is(err, retail.ErrInvalid), errors.As(err, &in) && in.Arg == "token")
 	fmt.Println(err)
@@ -76,4 +92,21 @@ func ExampleInputError() {
 	// Output:
 	// true true
 	// retail: UpdateToken: invalid token: empty
+}
+
+func ExampleOpError() {
+	store, err := memory.New(memory.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	store.Close()
+
+	err = store.AddToCart(context.Background(), "3f1c9a77", "kettle", 1)
+	var op *retail.OpError
+	fmt.Println(errors.Is(err, retail.ErrClosed), errors.As(err, &op) && op.Op == "AddToCart")
+	fmt.Println(err)
+
+	// Output:
+	// true true
+	// retail: AddToCart(token "3f1c"…): store is closed
 }

@@ -168,8 +168,9 @@ func (c *PageCache) Fetch(ctx context.Context, u *url.URL, render func(context.C
 			p, err := render(ctx)
 			return p, false, err
 		}
-		// Each caller owns the page it gets, as from a Store.
-		return r.page.clone(), r.hit, r.err
+		// Each caller owns the page it gets, as from a Store. A page from
+		// another call's render is a hit for this one.
+		return r.page.clone(), r.page != nil, r.err
 	}
 }
 

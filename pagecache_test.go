@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,6 +65,20 @@ func newRankedStore(t *testing.T) (*memory.Store, *retail.ManualClock) {
 	return s, clock
 }
 
+// newPageCache returns a PageCache over s, failing the test if the options
+// are refused.
+func newPageCache(t *testing.T, s interface {
+	retail.Pages
+	retail.Views
+}, opts retail.PageCacheOptions) *retail.PageCache {
+	t.Helper()
+	c, err := retail.NewPageCache(s, opts)
+	if err != nil {
+		t.Fatalf("NewPageCache(%+v) = %v", opts, err)
+	}
+	return c
+}
+
 // hasPage reports whether s caches a page for u.
 func hasPage(t *testing.T, s retail.Pages, u *url.URL) bool {
 	t.Helper()
@@ -113,7 +126,7 @@ func TestPageCache_BookScenario(t *testing.T) {
 func TestPageCache_NeverStoresUncacheablePages(t *testing.T) {
 	s, _ := newRankedStore(t)
 	view(t, s, "itemY", 1)
-	c := &retail.PageCache{Store: s}
+	c := newPageCache(t, s, retail.PageCacheOptions{})
 	for _, tc := range []struct{ name, url string }{
 		{"NoItem", "http://test.com/"},
 		{"EmptyItem", "http://test.com/?item="},
@@ -151,7 +164,7 @@ func TestPageCache_NeverStoresUncacheablePages(t *testing.T) {
 func TestPageCache_RendersPagesWithOverlongKeys(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newRankedStore(t)
-	c := &retail.PageCache{Store: s}
+	c := newPageCache(t, s, retail.PageCacheOptions{})
 	raw := "http://test.com/" + strings.Repeat("p", retail.MaxPageKeyLen) + "?item=itemX"
 	u := mustParse(t, raw)
 	if ok, err := c.CanCache(ctx, u); !ok || err != nil {
@@ -175,7 +188,7 @@ func TestPageCache_CachesOnlyItemsRankedBelowMaxRank(t *testing.T) {
 	view(t, s, "a", 3) // rank 0
 	view(t, s, "b", 2) // rank 1
 	view(t, s, "c", 1) // rank 2
-	c := &retail.PageCache{Store: s, MaxRank: 2}
+	c := newPageCache(t, s, retail.PageCacheOptions{MaxRank: 2})
 	for item, want := range map[string]bool{"a": true, "b": true, "c": false} {
 		u := mustParse(t, "http://test.com/?item="+item)
 		if ok, err := c.CanCache(ctx, u); ok != want || err != nil {
@@ -221,7 +234,7 @@ func TestCanCache_BookRankLimit(t *testing.T) {
 func TestPageCache_DoesNotCacheRenderErrors(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newRankedStore(t)
-	c := &retail.PageCache{Store: s}
+	c := newPageCache(t, s, retail.PageCacheOptions{})
 	u := mustParse(t, "http://test.com/?item=itemX")
 	errRender := errors.New("render failed")
 
@@ -244,7 +257,7 @@ func TestPageCache_DoesNotCacheRenderErrors(t *testing.T) {
 func TestPageCache_DoesNotCacheOversizedBodies(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newRankedStore(t)
-	c := &retail.PageCache{Store: s}
+	c := newPageCache(t, s, retail.PageCacheOptions{})
 	u := mustParse(t, "http://test.com/?item=itemX")
 	r := &renderer{body: strings.Repeat("x", retail.MaxPageSize+1)}
 	for i := range 2 {
@@ -264,7 +277,7 @@ func TestPageCache_DoesNotCacheOversizedBodies(t *testing.T) {
 func TestPageCache_ExpiresAfterTTL(t *testing.T) {
 	ctx := context.Background()
 	s, clock := newRankedStore(t)
-	c := &retail.PageCache{Store: s, TTL: 10 * time.Second}
+	c := newPageCache(t, s, retail.PageCacheOptions{TTL: 10 * time.Second})
 	u := mustParse(t, "http://test.com/?item=itemX")
 	r := &renderer{body: "page"}
 	for _, step := range []struct {
@@ -314,135 +327,6 @@ func TestCacheRequest_UsesBookTTL(t *testing.T) {
 	}
 }
 
-// pageCountingStore counts reads of the page cache, so a test can tell
-// when concurrent callers have all missed.
-type pageCountingStore struct {
-	*memory.Store
-	pageReads atomic.Int64
-}
-
-func (s *pageCountingStore) Page(ctx context.Context, key string) ([]byte, bool, error) {
-	defer s.pageReads.Add(1)
-	return s.Store.Page(ctx, key)
-}
-
-func TestPageCache_ConcurrentMissesRenderOnce(t *testing.T) {
-	const callers = 50
-	ctx := context.Background()
-	ms, _ := newRankedStore(t)
-	s := &pageCountingStore{Store: ms}
-	c := &retail.PageCache{Store: s}
-	u := mustParse(t, "http://test.com/?item=itemX")
-
-	var renders atomic.Int64
-	release := make(chan struct{})
-	render := func(context.Context) ([]byte, error) {
-		renders.Add(1)
-		<-release
-		return []byte("page"), nil
-	}
-	var wg sync.WaitGroup
-	bodies := make([]string, callers)
-	errs := make([]error, callers)
-	for i := range callers {
-		wg.Go(func() {
-			body, _, err := c.CacheRequest(ctx, u, render)
-			bodies[i], errs[i] = string(body), err
-		})
-	}
-	// Hold the render until every caller has missed, so they overlap it.
-	eventually(t, "every caller to miss", func() bool { return s.pageReads.Load() >= callers })
-	close(release)
-	wg.Wait()
-
-	if got := renders.Load(); got != 1 {
-		t.Errorf("render calls = %d, want 1", got)
-	}
-	for i := range callers {
-		if errs[i] != nil || bodies[i] != "page" {
-			t.Errorf("caller %d: CacheRequest = %q, %v, want %q, nil", i, bodies[i], errs[i], "page")
-		}
-	}
-}
-
-func TestPageCache_CanceledRenderDoesNotFailWaiters(t *testing.T) {
-	ms, _ := newRankedStore(t)
-	s := &pageCountingStore{Store: ms}
-	c := &retail.PageCache{Store: s}
-	u := mustParse(t, "http://test.com/?item=itemX")
-
-	var renders atomic.Int64
-	rendering := make(chan struct{})
-	release := make(chan struct{})
-	render := func(ctx context.Context) ([]byte, error) {
-		if renders.Add(1) == 1 {
-			close(rendering)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-release:
-			return []byte("page"), nil
-		}
-	}
-
-	firstCtx, cancelFirst := context.WithCancel(context.Background())
-	defer cancelFirst()
-	first := make(chan error, 1)
-	go func() {
-		_, _, err := c.CacheRequest(firstCtx, u, render)
-		first <- err
-	}()
-	eventually(t, "the first render to start", func() bool {
-		select {
-		case <-rendering:
-			return true
-		default:
-			return false
-		}
-	})
-	readsBefore := s.pageReads.Load()
-
-	type result struct {
-		body string
-		err  error
-	}
-	second := make(chan result, 1)
-	go func() {
-		body, _, err := c.CacheRequest(context.Background(), u, render)
-		second <- result{string(body), err}
-	}()
-	eventually(t, "the second caller to miss", func() bool { return s.pageReads.Load() > readsBefore })
-	cancelFirst()
-	if err := <-first; !errors.Is(err, context.Canceled) {
-		t.Errorf("CacheRequest(canceled ctx) = %v, want %v", err, context.Canceled)
-	}
-	close(release)
-	if got := <-second; got.err != nil || got.body != "page" {
-		t.Errorf("CacheRequest(live ctx) = %q, %v, want %q, nil", got.body, got.err, "page")
-	}
-}
-
-func TestPageCache_RenderPanicReleasesThePage(t *testing.T) {
-	ctx := context.Background()
-	s, _ := newRankedStore(t)
-	c := &retail.PageCache{Store: s}
-	u := mustParse(t, "http://test.com/?item=itemX")
-	func() {
-		defer func() {
-			if got := recover(); got != "boom" {
-				t.Errorf("recover() = %v, want %q", got, "boom")
-			}
-		}()
-		c.CacheRequest(ctx, u, func(context.Context) ([]byte, error) { panic("boom") })
-	}()
-	r := &renderer{body: "page"}
-	body, hit, err := c.CacheRequest(ctx, u, r.render)
-	if err != nil || hit || string(body) != "page" {
-		t.Errorf("CacheRequest after a panic = %q, %v, %v, want %q, false, nil", body, hit, err, "page")
-	}
-}
-
 // failingSetPage is a Store whose page writes fail.
 type failingSetPage struct {
 	*memory.Store
@@ -455,29 +339,57 @@ func TestPageCache_ReturnsBodyWhenCachingFails(t *testing.T) {
 	ctx := context.Background()
 	ms, _ := newRankedStore(t)
 	errWrite := errors.New("write failed")
-	c := &retail.PageCache{Store: failingSetPage{ms, errWrite}}
+	c := newPageCache(t, failingSetPage{ms, errWrite}, retail.PageCacheOptions{})
 	u := mustParse(t, "http://test.com/?item=itemX")
 	r := &renderer{body: "page"}
 	body, hit, err := c.CacheRequest(ctx, u, r.render)
 	if !errors.Is(err, errWrite) || hit || string(body) != "page" {
 		t.Errorf("CacheRequest = %q, %v, %v, want %q, false, %v", body, hit, err, "page", errWrite)
 	}
+	want := &retail.CachedPage{Status: 200, Header: map[string][]string{"Content-Type": {"text/html"}}, Body: []byte("page")}
+	pr := &pageRenderer{page: want}
+	p, hit, err := c.Fetch(ctx, u, pr.render)
+	if !errors.Is(err, errWrite) || hit {
+		t.Errorf("Fetch = _, %v, %v, want the page, false, %v", hit, err, errWrite)
+	}
+	if diff := cmp.Diff(want, p); diff != "" {
+		t.Errorf("Fetch page mismatch (-want +got):\n%s", diff)
+	}
 }
 
-func TestPageCache_ClosedStore(t *testing.T) {
+// TestPageCache_StoreErrorsAreNotWrapped closes the store under a
+// PageCache: every method returns the Store's own error, which names the
+// Store call that failed, and renders nothing.
+func TestPageCache_StoreErrorsAreNotWrapped(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newRankedStore(t)
-	c := &retail.PageCache{Store: s}
+	c := newPageCache(t, s, retail.PageCacheOptions{})
 	u := mustParse(t, "http://test.com/?item=itemX")
 	s.Close()
-	if ok, err := c.CanCache(ctx, u); ok || !errors.Is(err, retail.ErrClosed) {
-		t.Errorf("CanCache after Close = %v, %v, want false, %v", ok, err, retail.ErrClosed)
+
+	ok, err := c.CanCache(ctx, u)
+	wantClosedError(t, "CanCache after Close", err, "ItemRank")
+	if ok {
+		t.Errorf("CanCache after Close = true, want false")
 	}
 	r := &renderer{body: "page"}
-	if body, hit, err := c.CacheRequest(ctx, u, r.render); body != nil || hit || !errors.Is(err, retail.ErrClosed) {
-		t.Errorf("CacheRequest after Close = %q, %v, %v, want nil, false, %v", body, hit, err, retail.ErrClosed)
+	body, hit, err := c.CacheRequest(ctx, u, r.render)
+	wantClosedError(t, "CacheRequest after Close", err, "ItemRank")
+	if body != nil || hit {
+		t.Errorf("CacheRequest after Close = %q, %v, want nil, false", body, hit)
 	}
-	if got := r.calls.Load(); got != 0 {
+	p, ok, err := c.Lookup(ctx, u)
+	wantClosedError(t, "Lookup after Close", err, "Page")
+	if p != nil || ok {
+		t.Errorf("Lookup after Close = %+v, %v, want nil, false", p, ok)
+	}
+	pr := &pageRenderer{page: &retail.CachedPage{Status: 200, Body: []byte("page")}}
+	p, hit, err = c.Fetch(ctx, u, pr.render)
+	wantClosedError(t, "Fetch after Close", err, "Page")
+	if p != nil || hit {
+		t.Errorf("Fetch after Close = %+v, %v, want nil, false", p, hit)
+	}
+	if got := r.calls.Load() + pr.calls.Load(); got != 0 {
 		t.Errorf("render calls = %d, want 0", got)
 	}
 }
@@ -486,15 +398,14 @@ func TestPageCache_CacheableReplacesBookRule(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
 	errDecide := errors.New("cannot decide")
-	c := &retail.PageCache{
-		Store: s,
+	c := newPageCache(t, s, retail.PageCacheOptions{
 		Cacheable: func(_ context.Context, u *url.URL) (bool, error) {
 			if u.Path == "/error" {
 				return false, errDecide
 			}
 			return u.Path == "/about", nil
 		},
-	}
+	})
 	about := mustParse(t, "http://test.com/about")
 	r := &renderer{body: "about us"}
 	for i, want := range []served{{r.body, false}, {r.body, true}} {
@@ -511,24 +422,44 @@ func TestPageCache_CacheableReplacesBookRule(t *testing.T) {
 	}
 }
 
-func TestPageCache_RejectsInvalidSettings(t *testing.T) {
-	ctx := context.Background()
+func TestNewPageCache_RejectsInvalidOptions(t *testing.T) {
 	s, _ := newRankedStore(t)
-	u := mustParse(t, "http://test.com/?item=itemX")
-	for _, c := range []*retail.PageCache{
-		{Store: s, TTL: -time.Second},
-		{Store: s, TTL: retail.MaxPageTTL + time.Second},
-		{Store: s, MaxRank: -1},
+	for _, tc := range []struct {
+		opts retail.PageCacheOptions
+		arg  string
+	}{
+		{retail.PageCacheOptions{TTL: -time.Second}, "TTL"},
+		{retail.PageCacheOptions{TTL: time.Nanosecond}, "TTL"},
+		{retail.PageCacheOptions{TTL: retail.MinDuration - 1}, "TTL"},
+		{retail.PageCacheOptions{TTL: retail.MaxPageTTL + retail.MinDuration}, "TTL"},
+		{retail.PageCacheOptions{MaxRank: -1}, "MaxRank"},
 	} {
-		r := &renderer{body: "page"}
-		if _, _, err := c.CacheRequest(ctx, u, r.render); !errors.Is(err, retail.ErrInvalid) {
-			t.Errorf("PageCache{TTL: %v, MaxRank: %d}.CacheRequest = %v, want %v", c.TTL, c.MaxRank, err, retail.ErrInvalid)
+		c, err := retail.NewPageCache(s, tc.opts)
+		wantInputError(t, fmt.Sprintf("NewPageCache(%+v)", tc.opts), err, "NewPageCache", tc.arg)
+		if c != nil {
+			t.Errorf("NewPageCache(%+v) returned a cache with its error", tc.opts)
 		}
-		if got := r.calls.Load(); got != 0 {
-			t.Errorf("PageCache{TTL: %v, MaxRank: %d}: render calls = %d, want 0", c.TTL, c.MaxRank, got)
-		}
-		if _, err := c.CanCache(ctx, u); !errors.Is(err, retail.ErrInvalid) {
-			t.Errorf("PageCache{TTL: %v, MaxRank: %d}.CanCache = %v, want %v", c.TTL, c.MaxRank, err, retail.ErrInvalid)
+	}
+}
+
+func TestNewPageCache_RejectsNilStore(t *testing.T) {
+	c, err := retail.NewPageCache(nil, retail.PageCacheOptions{})
+	wantInputError(t, "NewPageCache(nil, ...)", err, "NewPageCache", "store")
+	if c != nil {
+		t.Errorf("NewPageCache(nil, ...) returned a cache with its error")
+	}
+}
+
+func TestNewPageCache_TTL(t *testing.T) {
+	s, _ := newStore(t)
+	for _, tc := range []struct{ ttl, want time.Duration }{
+		{0, retail.DefaultPageTTL},
+		{retail.MinDuration, retail.MinDuration},
+		{time.Minute, time.Minute},
+		{retail.MaxPageTTL, retail.MaxPageTTL},
+	} {
+		if got := newPageCache(t, s, retail.PageCacheOptions{TTL: tc.ttl}).TTL(); got != tc.want {
+			t.Errorf("NewPageCache(TTL: %v).TTL() = %v, want %v", tc.ttl, got, tc.want)
 		}
 	}
 }

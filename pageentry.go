@@ -99,7 +99,7 @@ func decodePage(data []byte) (*CachedPage, bool) {
 			break
 		}
 		k, v, ok := bytes.Cut(line, []byte(": "))
-		if !ok || !headerKeyOK(string(k)) {
+		if !ok || !headerKeyOK(string(k)) || bytes.IndexByte(v, '\r') >= 0 {
 			return nil, false
 		}
 		p.Header[string(k)] = append(p.Header[string(k)], string(v))

@@ -70,8 +70,11 @@ func NewViewRescaler(s Views, opts ViewRescalerOptions) (*ViewRescaler, error) {
 	if opts.Factor == 0 {
 		opts.Factor = DefaultRescaleFactor
 	}
-	if err := checkRescale(op, opts.Keep, opts.Factor); err != nil {
-		return nil, err
+	if opts.Keep < 0 {
+		return nil, invalid(op, "Keep", "negative")
+	}
+	if !(opts.Factor > 0 && opts.Factor <= 1) { // written so that NaN fails too
+		return nil, invalid(op, "Factor", "not in (0, 1]")
 	}
 	return &ViewRescaler{views: s, opts: opts}, nil
 }

@@ -3,6 +3,7 @@ package retail_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -22,56 +23,70 @@ func topItems(t *testing.T, s retail.Views) []retail.ItemViews {
 	return top
 }
 
+// newRescaler returns a ViewRescaler, failing the test if the options are
+// refused.
+func newRescaler(t *testing.T, s retail.Views, opts retail.ViewRescalerOptions) *retail.ViewRescaler {
+	t.Helper()
+	r, err := retail.NewViewRescaler(s, opts)
+	if err != nil {
+		t.Fatalf("NewViewRescaler(%+v) = %v", opts, err)
+	}
+	return r
+}
+
 func TestViewRescaler_ScalesCountsAndKeepsTop(t *testing.T) {
 	s, _ := newStore(t)
 	view(t, s, "a", 8)
 	view(t, s, "b", 4)
 	view(t, s, "c", 2)
 	view(t, s, "d", 1)
-	stop := start(t, retail.NewViewRescaler(s, retail.ViewRescalerOptions{Every: time.Millisecond, Keep: 2}))
-	eventually(t, "items past the top 2 to be dropped", func() bool { return len(topItems(t, s)) == 2 })
+	views := newFlakyViews(s, 0, nil)
+	stop := start(t, newRescaler(t, views, retail.ViewRescalerOptions{Every: time.Millisecond, Keep: 2}))
+	waitFor(t, "a first rescale", views.rescaled)
 	if err := stop(); err != nil {
 		t.Errorf("Run = %v, want nil", err)
 	}
 
-	// The rescaler may have run any number k >= 1 of times: every count is
-	// then its original halved k times.
-	top := topItems(t, s)
-	if len(top) != 2 {
-		t.Fatalf("TopItems = %v, want 2 items", top)
-	}
-	scale := 8 / top[0].Views
-	if _, exp := math.Frexp(scale); scale < 2 || scale != math.Ldexp(1, exp-1) {
-		t.Fatalf("TopItems = %v, want a's 8 views halved one or more times", top)
-	}
-	want := []retail.ItemViews{{Item: "a", Views: 8 / scale}, {Item: "b", Views: 4 / scale}}
-	if diff := cmp.Diff(want, top); diff != "" {
-		t.Errorf("TopItems mismatch (-want +got):\n%s", diff)
+	// The rescaler may have run k >= 1 times before it stopped: every
+	// count is then its original halved k times.
+	k := views.count()
+	want := []retail.ItemViews{{Item: "a", Views: math.Ldexp(8, -k)}, {Item: "b", Views: math.Ldexp(4, -k)}}
+	if diff := cmp.Diff(want, topItems(t, s)); diff != "" {
+		t.Errorf("TopItems after %d rescales mismatch (-want +got):\n%s", k, diff)
 	}
 }
 
-// flakyViews fails the first failures rescales and counts the others.
+// flakyViews fails the first failures rescales, and counts the others that
+// succeed.
 type flakyViews struct {
 	retail.Views
 	failWith error
+	rescaled chan struct{} // closed by the first rescale that succeeds
 
 	mu       sync.Mutex
 	failures int
 	rescales int
 }
 
+func newFlakyViews(s retail.Views, failures int, failWith error) *flakyViews {
+	return &flakyViews{Views: s, failWith: failWith, failures: failures, rescaled: make(chan struct{})}
+}
+
 func (v *flakyViews) RescaleViews(ctx context.Context, keep int, factor float64) error {
 	v.mu.Lock()
+	defer v.mu.Unlock()
 	if v.failures > 0 {
 		v.failures--
-		v.mu.Unlock()
 		return v.failWith
 	}
-	v.mu.Unlock()
+	// Under the lock, so that count is exact whenever it is read.
 	err := v.Views.RescaleViews(ctx, keep, factor)
-	v.mu.Lock()
-	v.rescales++
-	v.mu.Unlock()
+	if err == nil {
+		if v.rescales == 0 {
+			close(v.rescaled)
+		}
+		v.rescales++
+	}
 	return err
 }
 
@@ -84,10 +99,10 @@ func (v *flakyViews) count() int {
 func TestViewRescaler_LogsAndRetriesErrors(t *testing.T) {
 	s, _ := newStore(t)
 	view(t, s, "a", 2)
-	flaky := &flakyViews{Views: s, failWith: errors.New("store hiccup"), failures: 1}
+	flaky := newFlakyViews(s, 1, errors.New("store hiccup"))
 	var logs logRecorder
-	stop := start(t, retail.NewViewRescaler(flaky, retail.ViewRescalerOptions{Every: time.Millisecond, Logger: logs.Logger()}))
-	eventually(t, "a rescale after the failure", func() bool { return flaky.count() > 0 })
+	stop := start(t, newRescaler(t, flaky, retail.ViewRescalerOptions{Every: time.Millisecond, Logger: logs.Logger()}))
+	waitFor(t, "a rescale after the failure", flaky.rescaled)
 	if err := stop(); err != nil {
 		t.Errorf("Run = %v, want nil", err)
 	}
@@ -98,7 +113,7 @@ func TestViewRescaler_LogsAndRetriesErrors(t *testing.T) {
 
 func TestViewRescaler_ReturnsNilOnCancel(t *testing.T) {
 	s, _ := newStore(t)
-	stop := start(t, retail.NewViewRescaler(s, retail.ViewRescalerOptions{Every: time.Hour}))
+	stop := start(t, newRescaler(t, s, retail.ViewRescalerOptions{Every: time.Hour}))
 	if err := stop(); err != nil {
 		t.Errorf("Run = %v, want nil", err)
 	}
@@ -106,29 +121,39 @@ func TestViewRescaler_ReturnsNilOnCancel(t *testing.T) {
 
 func TestViewRescaler_ReturnsErrClosed(t *testing.T) {
 	s, _ := newStore(t)
+	r := newRescaler(t, s, retail.ViewRescalerOptions{Every: time.Millisecond})
 	s.Close()
-	err := runToEnd(t, retail.NewViewRescaler(s, retail.ViewRescalerOptions{Every: time.Millisecond}))
-	if !errors.Is(err, retail.ErrClosed) {
-		t.Errorf("Run on a closed store = %v, want %v", err, retail.ErrClosed)
-	}
+	wantClosedError(t, "Run on a closed store", runToEnd(t, r), "RescaleViews")
 }
 
-func TestViewRescaler_RejectsInvalidOptions(t *testing.T) {
+func TestNewViewRescaler_RejectsInvalidOptions(t *testing.T) {
 	s, _ := newStore(t)
-	for _, opts := range []retail.ViewRescalerOptions{
-		{Every: -time.Second},
-		{Keep: -1},
-		{Factor: 1.5},
-		{Factor: -0.5},
-		{Factor: math.NaN()},
+	// Keep and Factor are checked by the rule RescaleViews applies, which
+	// names them "keep" and "factor"; the Arg of those is not pinned here.
+	for _, tc := range []struct {
+		opts retail.ViewRescalerOptions
+		arg  string
+	}{
+		{retail.ViewRescalerOptions{Every: -time.Nanosecond}, "Every"},
+		{retail.ViewRescalerOptions{Keep: -1}, ""},
+		{retail.ViewRescalerOptions{Factor: 1.5}, ""},
+		{retail.ViewRescalerOptions{Factor: math.Nextafter(1, 2)}, ""},
+		{retail.ViewRescalerOptions{Factor: -0.5}, ""},
+		{retail.ViewRescalerOptions{Factor: math.NaN()}, ""},
+		{retail.ViewRescalerOptions{Factor: math.Inf(1)}, ""},
 	} {
-		err := runToEnd(t, retail.NewViewRescaler(s, opts))
-		if !errors.Is(err, retail.ErrInvalid) {
-			t.Errorf("Run with %+v = %v, want %v", opts, err, retail.ErrInvalid)
+		r, err := retail.NewViewRescaler(s, tc.opts)
+		wantInputError(t, fmt.Sprintf("NewViewRescaler(%+v)", tc.opts), err, "NewViewRescaler", tc.arg)
+		if r != nil {
+			t.Errorf("NewViewRescaler(%+v) returned a rescaler with its error", tc.opts)
 		}
 	}
 }
 
-func TestNewViewRescaler_PanicsOnNilStore(t *testing.T) {
-	wantPanic(t, "NewViewRescaler(nil, ...)", func() { retail.NewViewRescaler(nil, retail.ViewRescalerOptions{}) })
+func TestNewViewRescaler_RejectsNilStore(t *testing.T) {
+	r, err := retail.NewViewRescaler(nil, retail.ViewRescalerOptions{})
+	wantInputError(t, "NewViewRescaler(nil, ...)", err, "NewViewRescaler", "store")
+	if r != nil {
+		t.Errorf("NewViewRescaler(nil, ...) returned a rescaler with its error")
+	}
 }

@@ -8,11 +8,13 @@ import (
 // Store is the hot state of a web shop: login sessions, carts, cached pages,
 // cached database rows and item-view analytics.
 //
-// Every method takes a context first. A context that is already canceled makes
-// the call return the context's error before anything is written. Invalid
-// arguments make the call return an error matching [ErrInvalid] before
-// anything is written; the rules are listed at [MaxIDLen]. After [Store.Close], every
-// method returns an error matching [ErrClosed].
+// Every method takes a context first. A context that has already ended makes
+// the call return an error matching the context's error before anything is
+// written. Invalid arguments make the call return an [*InputError] (matching
+// [ErrInvalid]) before anything is written; the rules are in the package
+// documentation, "Input rules". After [Store.Close], every call with valid
+// arguments returns an error matching [ErrClosed]. Every other error is an
+// [*OpError].
 //
 // A miss is not an error: methods that look something up report it with a
 // false boolean or an empty result and a nil error.
@@ -90,7 +92,8 @@ type Carts interface {
 }
 
 // Pages is a cache of rendered pages keyed by a canonical request key. The
-// policy deciding what is cached lives in [PageCache]; Pages only stores.
+// policy deciding what is cached, and the format of what is stored (a
+// [CachedPage]), live in [PageCache]; Pages only stores bytes.
 type Pages interface {
 	// Page returns the body cached under key. If there is none, or it
 	// expired, it returns ok == false and a nil error.
@@ -98,7 +101,8 @@ type Pages interface {
 
 	// SetPage caches body under key for ttl, measured by the Store's clock,
 	// replacing any page cached under key. A page set at t with ttl d is
-	// served while the clock reads before t+d and misses from t+d on.
+	// served while the clock reads before t+d and misses from t+d on; no
+	// other clock (a Redis key's TTL) ends it sooner.
 	SetPage(ctx context.Context, key string, body []byte, ttl time.Duration) error
 }
 

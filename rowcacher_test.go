@@ -44,6 +44,19 @@ func cachedRow(t *testing.T, s retail.Rows, row string) (inventoryRow, bool) {
 	return v, ok
 }
 
+// newRowCacher returns a RowCacher, failing the test if the options are
+// refused.
+func newRowCacher(t *testing.T, s retail.Rows, load retail.RowLoader, opts retail.RowCacherOptions) *retail.RowCacher {
+	t.Helper()
+	c, err := retail.NewRowCacher(s, load, opts)
+	if err != nil {
+		t.Fatalf("NewRowCacher(%+v) = %v", opts, err)
+	}
+	return c
+}
+
+func noLoad(context.Context, string) (any, error) { return nil, nil }
+
 func TestRowCacher_RefreshesScheduledRow(t *testing.T) {
 	s, clock := newStore(t)
 	var version atomic.Int64
@@ -52,7 +65,7 @@ func TestRowCacher_RefreshesScheduledRow(t *testing.T) {
 		return inventoryRow{ID: row, Version: version.Load()}, nil
 	}
 	schedule(t, s, "inv:1", 10*time.Second)
-	stop := start(t, retail.NewRowCacher(s, load, retail.RowCacherOptions{Poll: time.Millisecond}))
+	stop := start(t, newRowCacher(t, s, load, retail.RowCacherOptions{Poll: time.Millisecond}))
 
 	eventually(t, "the row to be cached", func() bool { _, ok := cachedRow(t, s, "inv:1"); return ok })
 	got, _ := cachedRow(t, s, "inv:1")
@@ -95,7 +108,7 @@ func TestRowCacher_KeepsGoingAfterLoadErrors(t *testing.T) {
 		schedule(t, s, row, 10*time.Second)
 	}
 	var logs logRecorder
-	stop := start(t, retail.NewRowCacher(s, load, retail.RowCacherOptions{Poll: time.Millisecond, Logger: logs.Logger()}))
+	stop := start(t, newRowCacher(t, s, load, retail.RowCacherOptions{Poll: time.Millisecond, Logger: logs.Logger()}))
 
 	eventually(t, "the good row to be cached", func() bool { _, ok := cachedRow(t, s, "good"); return ok })
 	eventually(t, "both failures to be logged", func() bool {
@@ -128,7 +141,7 @@ func TestRowCacher_ClaimsAgainAtOnceAfterFullBatch(t *testing.T) {
 	load := func(_ context.Context, row string) (any, error) { return inventoryRow{ID: row}, nil }
 	// An hour's poll: the test finishes only if full batches are followed
 	// by another claim at once.
-	stop := start(t, retail.NewRowCacher(s, load, retail.RowCacherOptions{Poll: time.Hour, Batch: 1}))
+	stop := start(t, newRowCacher(t, s, load, retail.RowCacherOptions{Poll: time.Hour, Batch: 1}))
 	for _, row := range rows {
 		eventually(t, "row "+row+" to be cached", func() bool { _, ok := cachedRow(t, s, row); return ok })
 	}
@@ -153,8 +166,8 @@ func TestRowCacher_ConcurrentCachersLoadEachDueRowOnce(t *testing.T) {
 		return inventoryRow{ID: row}, nil
 	}
 	opts := retail.RowCacherOptions{Poll: time.Millisecond, Batch: 3}
-	stop1 := start(t, retail.NewRowCacher(s, load, opts))
-	stop2 := start(t, retail.NewRowCacher(s, load, opts))
+	stop1 := start(t, newRowCacher(t, s, load, opts))
+	stop2 := start(t, newRowCacher(t, s, load, opts))
 	for _, row := range rows {
 		eventually(t, "row "+row+" to be cached", func() bool { _, ok := cachedRow(t, s, row); return ok })
 	}
@@ -175,8 +188,7 @@ func TestRowCacher_ConcurrentCachersLoadEachDueRowOnce(t *testing.T) {
 
 func TestRowCacher_ReturnsNilOnCancel(t *testing.T) {
 	s, _ := newStore(t)
-	load := func(context.Context, string) (any, error) { return nil, nil }
-	stop := start(t, retail.NewRowCacher(s, load, retail.RowCacherOptions{Poll: time.Hour}))
+	stop := start(t, newRowCacher(t, s, noLoad, retail.RowCacherOptions{Poll: time.Hour}))
 	if err := stop(); err != nil {
 		t.Errorf("Run = %v, want nil", err)
 	}
@@ -184,35 +196,68 @@ func TestRowCacher_ReturnsNilOnCancel(t *testing.T) {
 
 func TestRowCacher_ReturnsErrClosed(t *testing.T) {
 	s, _ := newStore(t)
+	c := newRowCacher(t, s, noLoad, retail.RowCacherOptions{})
 	s.Close()
-	load := func(context.Context, string) (any, error) { return nil, nil }
-	err := runToEnd(t, retail.NewRowCacher(s, load, retail.RowCacherOptions{}))
-	if !errors.Is(err, retail.ErrClosed) {
-		t.Errorf("Run on a closed store = %v, want %v", err, retail.ErrClosed)
-	}
+	wantClosedError(t, "Run on a closed store", runToEnd(t, c), "ClaimDueRows")
 }
 
-func TestRowCacher_RejectsInvalidOptions(t *testing.T) {
+// TestRowCacher_ReturnsErrClosedFromSetRow closes the store while a row is
+// loading: the SetRow that follows fails with ErrClosed, and Run returns
+// that error instead of logging it and going on.
+func TestRowCacher_ReturnsErrClosedFromSetRow(t *testing.T) {
 	s, _ := newStore(t)
-	load := func(context.Context, string) (any, error) { return nil, nil }
-	for _, opts := range []retail.RowCacherOptions{
-		{Poll: -time.Second},
-		{Batch: -1},
-		{Batch: retail.MaxClaimRows + 1},
+	schedule(t, s, "row", time.Minute)
+	load := func(_ context.Context, row string) (any, error) {
+		s.Close()
+		return inventoryRow{ID: row}, nil
+	}
+	c := newRowCacher(t, s, load, retail.RowCacherOptions{Poll: time.Hour})
+	wantClosedError(t, "Run with the store closed during a load", runToEnd(t, c), "SetRow")
+}
+
+func TestNewRowCacher_RejectsInvalidOptions(t *testing.T) {
+	s, _ := newStore(t)
+	for _, tc := range []struct {
+		opts retail.RowCacherOptions
+		arg  string
+	}{
+		{retail.RowCacherOptions{Poll: -time.Nanosecond}, "Poll"},
+		{retail.RowCacherOptions{Batch: -1}, "Batch"},
+		{retail.RowCacherOptions{Batch: retail.MaxClaimRows + 1}, "Batch"},
 	} {
-		err := runToEnd(t, retail.NewRowCacher(s, load, opts))
-		if !errors.Is(err, retail.ErrInvalid) {
-			t.Errorf("Run with %+v = %v, want %v", opts, err, retail.ErrInvalid)
+		c, err := retail.NewRowCacher(s, noLoad, tc.opts)
+		wantInputError(t, fmt.Sprintf("NewRowCacher(%+v)", tc.opts), err, "NewRowCacher", tc.arg)
+		if c != nil {
+			t.Errorf("NewRowCacher(%+v) returned a cacher with its error", tc.opts)
 		}
 	}
 }
 
-func TestNewRowCacher_PanicsOnNilStore(t *testing.T) {
-	load := func(context.Context, string) (any, error) { return nil, nil }
-	wantPanic(t, "NewRowCacher(nil, load, ...)", func() { retail.NewRowCacher(nil, load, retail.RowCacherOptions{}) })
+func TestNewRowCacher_AcceptsLimits(t *testing.T) {
+	s, _ := newStore(t)
+	for _, opts := range []retail.RowCacherOptions{
+		{Poll: time.Nanosecond, Batch: 1},
+		{Batch: retail.MaxClaimRows},
+	} {
+		if _, err := retail.NewRowCacher(s, noLoad, opts); err != nil {
+			t.Errorf("NewRowCacher(%+v) = %v, want nil", opts, err)
+		}
+	}
 }
 
-func TestNewRowCacher_PanicsOnNilLoader(t *testing.T) {
+func TestNewRowCacher_RejectsNilStore(t *testing.T) {
+	c, err := retail.NewRowCacher(nil, noLoad, retail.RowCacherOptions{})
+	wantInputError(t, "NewRowCacher(nil, load, ...)", err, "NewRowCacher", "store")
+	if c != nil {
+		t.Errorf("NewRowCacher(nil, load, ...) returned a cacher with its error")
+	}
+}
+
+func TestNewRowCacher_RejectsNilLoader(t *testing.T) {
 	s, _ := newStore(t)
-	wantPanic(t, "NewRowCacher(s, nil, ...)", func() { retail.NewRowCacher(s, nil, retail.RowCacherOptions{}) })
+	c, err := retail.NewRowCacher(s, nil, retail.RowCacherOptions{})
+	wantInputError(t, "NewRowCacher(s, nil, ...)", err, "NewRowCacher", "load")
+	if c != nil {
+		t.Errorf("NewRowCacher(s, nil, ...) returned a cacher with its error")
+	}
 }

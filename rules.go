@@ -11,17 +11,17 @@ import (
 // The limits of the input rules (see the package documentation, "Input
 // rules").
 const (
-	MaxIDLen      = rules.MaxIDLen      // tokens, items and row ids, in bytes
-	MaxUserLen    = rules.MaxUserLen    // users, in bytes
-	MaxCartCount  = math.MaxInt32       // one cart line
-	MaxPageKeyLen = rules.MaxPageKeyLen // page keys, in bytes
-	MaxPageSize   = 4 << 20             // what SetPage stores under one key, in bytes
-	MaxRowSize    = 4 << 20             // cached rows, in bytes
-	MinDuration   = time.Millisecond    // shortest page TTL or row delay: the clock's resolution
-	MaxPageTTL    = 7 * 24 * time.Hour  // longest page TTL
-	MaxRowDelay   = 7 * 24 * time.Hour  // longest row refresh delay
-	MaxTopItems   = 100_000             // largest TopItems n
-	MaxClaimRows  = 10_000              // largest ClaimDueRows limit
+	MaxIDLen      = 256                // tokens, items and row ids, in bytes
+	MaxUserLen    = 1024               // users, in bytes
+	MaxCartCount  = math.MaxInt32      // one cart line
+	MaxPageKeyLen = 2048               // page keys, in bytes
+	MaxPageSize   = 4 << 20            // what SetPage stores under one key, in bytes
+	MaxRowSize    = 4 << 20            // cached rows, in bytes
+	MinDuration   = time.Millisecond   // shortest page TTL or row delay: the clock's resolution
+	MaxPageTTL    = 7 * 24 * time.Hour // longest page TTL
+	MaxRowDelay   = 7 * 24 * time.Hour // longest row refresh delay
+	MaxTopItems   = 100_000            // largest TopItems n
+	MaxClaimRows  = 10_000             // largest ClaimDueRows limit
 )
 
 // DefaultRecentLimit is how many recently viewed items a session keeps, as

@@ -3,7 +3,9 @@ package retail_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,10 +14,12 @@ import (
 	"github.com/retailkit/retail/backend/memory"
 )
 
-// waitLimit bounds every wait for a worker's effect. It is a watchdog so
-// that a broken worker fails the test instead of hanging it, never a
-// performance threshold.
-const waitLimit = 5 * time.Second
+// waitLimit bounds every wait for a worker's effect or a goroutine's
+// signal. It is a watchdog so that a broken worker fails the test instead of
+// hanging it, never a performance threshold: the effects it waits for take
+// milliseconds, and it is long so that a loaded machine running -race never
+// trips it.
+const waitLimit = 30 * time.Second
 
 var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -24,13 +28,18 @@ var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 func newStore(t *testing.T) (*memory.Store, *retail.ManualClock) {
 	t.Helper()
 	clock := retail.NewManualClock(epoch)
-	s := memory.New(memory.Options{Clock: clock})
+	s, err := memory.New(memory.Options{Clock: clock})
+	if err != nil {
+		t.Fatalf("memory.New() = %v", err)
+	}
 	t.Cleanup(func() { s.Close() })
 	return s, clock
 }
 
 // eventually polls cond every millisecond until it holds, and fails the
-// test if it does not within waitLimit.
+// test if it does not within waitLimit. It is for the effects of workers,
+// which run on timers of their own; goroutines a test starts itself signal
+// through channels instead (see waitFor).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(waitLimit)
@@ -96,15 +105,49 @@ func await(t *testing.T, done <-chan error) error {
 	}
 }
 
-// wantPanic fails the test unless f panics; call says what f calls.
-func wantPanic(t *testing.T, call string, f func()) {
+// waitFor waits until ch is closed or receives, failing the test if that
+// does not happen within waitLimit.
+func waitFor[T any](t *testing.T, what string, ch <-chan T) {
 	t.Helper()
-	defer func() {
-		if recover() == nil {
-			t.Errorf("%s did not panic", call)
-		}
-	}()
-	f()
+	timer := time.NewTimer(waitLimit)
+	defer timer.Stop()
+	select {
+	case <-ch:
+	case <-timer.C:
+		t.Fatalf("still waiting after %v for %s", waitLimit, what)
+	}
+}
+
+// wantInputError fails the test unless err is an *retail.InputError for op
+// and arg (any arg if arg is ""), and so matches retail.ErrInvalid; call
+// says what returned err.
+func wantInputError(t *testing.T, call string, err error, op, arg string) {
+	t.Helper()
+	var ie *retail.InputError
+	switch {
+	case !errors.Is(err, retail.ErrInvalid):
+		t.Errorf("%s = %v, want an error matching ErrInvalid", call, err)
+	case !errors.As(err, &ie):
+		t.Errorf("%s = %v (%T), want an *retail.InputError", call, err, err)
+	case ie.Op != op || arg != "" && ie.Arg != arg:
+		t.Errorf("%s = InputError{Op: %q, Arg: %q}, want Op %q, Arg %q", call, ie.Op, ie.Arg, op, arg)
+	}
+}
+
+// wantClosedError fails the test unless err is the error a closed Store
+// returns for op, as the Store returned it: an *retail.OpError matching
+// retail.ErrClosed, wrapped no further (one "retail:" prefix).
+func wantClosedError(t *testing.T, call string, err error, op string) {
+	t.Helper()
+	var oe *retail.OpError
+	switch {
+	case !errors.Is(err, retail.ErrClosed):
+		t.Errorf("%s = %v, want an error matching ErrClosed", call, err)
+	case !errors.As(err, &oe) || oe.Op != op:
+		t.Errorf("%s = %v, want the Store's *retail.OpError for %s", call, err, op)
+	case strings.Count(err.Error(), "retail:") != 1:
+		t.Errorf("%s = %q, want the Store's error as it is, not wrapped again", call, err)
+	}
 }
 
 // logRecorder collects what a worker logs.

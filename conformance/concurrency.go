@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -287,53 +289,111 @@ func testConcurrentCartLogout(h *harness) {
 	h.wantCount(tokens)
 }
 
+// testConcurrentRescale halves every count several times while views are
+// being counted, and checks every item's count against what the views made
+// it. A view is counted once and then halved by each rescale that comes
+// after it; for a view made while a rescale ran, whether that rescale
+// comes after it is a race, so the test brackets each view between the
+// rescales that had ended before it began and those that had begun by the
+// time it returned, and sums, per item, the least and the most the views
+// can weigh. The counts are sums of halves, exact in float64, so a store
+// that counts every view once and rescales atomically lands within the
+// bounds whatever the interleaving, and one that loses a view (or a
+// rescale, or applies one twice) falls outside them unless views made
+// during the same rescales happen to make up for it.
 func testConcurrentRescale(h *harness) {
-	const workers, viewsEach = 8, 200
+	const workers, rescales, minViews = 8, 6, 150
 	items := seq("item", 10)
-	rescale := func() bool {
-		// Keeping every item at factor 1 must change nothing.
-		if err := h.s.RescaleViews(h.ctx, len(items), 1); err != nil {
-			h.t.Errorf("RescaleViews(%d, 1) = %v, want nil", len(items), err)
-			return false
-		}
-		return true
-	}
-	// The views start once a first rescale is done, so that the rescaler
-	// is surely running while they are counted.
-	running, done := make(chan struct{}), make(chan struct{})
-	var rescaler sync.WaitGroup
-	rescaler.Go(func() {
-		ok := rescale()
-		close(running)
-		for ok {
-			select {
-			case <-done:
-				return
-			default:
-				ok = rescale()
-			}
-		}
-	})
-	<-running
+	var began, ended atomic.Int64 // rescales
+	// progress paces the rescales: each waits until a view has been
+	// counted since the last one, so that views and rescales interleave.
+	progress := make(chan struct{})
+	done := make(chan struct{}) // closed after the last rescale
+	stopped := make(chan struct{})
+
+	type weight struct{ lo, hi float64 }
+	weights := make([]map[string]weight, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
 		token := fmt.Sprintf("tok-%d", w)
+		weights[w] = make(map[string]weight)
 		wg.Go(func() {
-			for i := range viewsEach {
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					if i >= minViews {
+						return
+					}
+				default:
+				}
 				item := items[(w+i)%len(items)]
+				before := ended.Load()
 				if err := h.s.UpdateToken(h.ctx, token, userOf(token), item); err != nil {
 					h.t.Errorf("UpdateToken(%q, %q, %q) = %v, want nil", token, userOf(token), item, err)
 					return
 				}
+				after := began.Load()
+				// Halved by at most rescales-before and at least
+				// rescales-after of the rescales.
+				wt := weights[w][item]
+				wt.lo += math.Ldexp(1, -int(rescales-before))
+				wt.hi += math.Ldexp(1, -int(rescales-after))
+				weights[w][item] = wt
+				select {
+				case progress <- struct{}{}:
+				default:
+				}
 			}
 		})
 	}
-	wg.Wait()
-	close(done)
-	rescaler.Wait()
-	var want []retail.ItemViews
-	for _, item := range items {
-		want = append(want, views(item, float64(workers*viewsEach/len(items))))
+	go func() {
+		wg.Wait()
+		close(stopped)
+	}()
+
+	for range rescales {
+		select {
+		case <-progress:
+		case <-stopped: // Every worker failed.
+		}
+		began.Add(1)
+		err := h.s.RescaleViews(h.ctx, len(items), 0.5)
+		ended.Add(1)
+		if err != nil {
+			h.t.Errorf("RescaleViews(%d, 0.5) = %v, want nil", len(items), err)
+			break
+		}
 	}
-	h.wantTop(retail.MaxTopItems, want...)
+	close(done)
+	<-stopped
+	if h.t.Failed() {
+		return
+	}
+
+	want := make(map[string]weight)
+	for _, m := range weights {
+		for item, wt := range m {
+			sum := want[item]
+			sum.lo += wt.lo
+			sum.hi += wt.hi
+			want[item] = sum
+		}
+	}
+	top := h.top(retail.MaxTopItems)
+	wantRanked(h.t, retail.MaxTopItems, top)
+	got := make(map[string]float64, len(top))
+	for _, iv := range top {
+		got[iv.Item] = iv.Views
+	}
+	for _, item := range items {
+		b := want[item]
+		v, ok := got[item]
+		if !ok || v < b.lo || v > b.hi {
+			h.t.Errorf("TopItems: %q has %v views (ranked: %v) after %d rescales by 0.5 during the views, want %v..%v",
+				item, v, ok, rescales, b.lo, b.hi)
+		}
+	}
+	if len(got) != len(items) {
+		h.t.Errorf("TopItems returned %d items, want the %d viewed: %v", len(got), len(items), top)
+	}
 }

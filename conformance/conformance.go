@@ -4,27 +4,35 @@
 //
 // A backend's test file is a few lines:
 //
-//	func TestConformance(t *testing.T) {
-//		conformance.Run(t, func(tb testing.TB, clock retail.Clock) retail.Store {
-//			return memory.New(memory.Options{Clock: clock})
-//		})
+//	func newStore(tb testing.TB, clock retail.Clock) retail.Store {
+//		s, err := memory.New(memory.Options{Clock: clock})
+//		if err != nil {
+//			tb.Fatalf("memory.New() = %v", err)
+//		}
+//		return s
 //	}
 //
-//	func BenchmarkStore(b *testing.B) {
-//		conformance.Benchmark(b, func(tb testing.TB, clock retail.Clock) retail.Store {
-//			return memory.New(memory.Options{Clock: clock})
-//		})
-//	}
+//	func TestConformance(t *testing.T) { conformance.Run(t, newStore) }
+//
+//	func BenchmarkStore(b *testing.B) { conformance.Benchmark(b, newStore) }
 //
 // Run is a flat list of subtests, one a behaviour, each with a fresh store
 // and a fresh [retail.ManualClock], so a failure names the behaviour that
-// broke and time moves only when a subtest moves it. Tables (invalid input,
-// canceled contexts, a closed store) run one nested subtest a case, each with
-// its own store.
+// broke and time moves only when a subtest moves it.
+//
+// The suite tests what a backend does, not what every Store does alike: the
+// input rules, contexts that have ended, calls after Close and the wrapping
+// of errors are the work of [retail.NewStore], through which every backend
+// makes its Store, and are tested case by case in package retail. The suite
+// keeps one behaviour, FrontDoor, that shows the store under test was made
+// by retail.NewStore.
 //
 // Run the suite under the race detector (go test -race). Several behaviours
 // are concurrent, and a data race in a backend breaks the contract in ways
-// no assertion can see reliably; only the race detector reports them.
+// no assertion can see reliably; only the race detector reports them. The
+// concurrent behaviours are built so that a correct store passes however
+// its calls interleave; run them more than once (-count) to give a racy
+// store more chances to interleave badly.
 //
 // Each subtest has a watchdog: if it does not finish in time (60 s, or the
 // duration in the RETAIL_CONFORMANCE_TIMEOUT environment variable) the test
@@ -57,12 +65,10 @@ const (
 	timeoutEnv     = "RETAIL_CONFORMANCE_TIMEOUT"
 )
 
-// behaviour is one subtest of Run: either a single behaviour with its own
-// store (test) or a table of them, each case with its own store (cases).
+// behaviour is one subtest of Run, with its own store.
 type behaviour struct {
-	name  string
-	test  func(h *harness)
-	cases func() []behaviour
+	name string
+	test func(h *harness)
 }
 
 // Run runs the conformance suite against the stores newStore returns.
@@ -78,7 +84,7 @@ func Run(t *testing.T, newStore Factory) {
 	su := &suite{newStore: newStore, timeout: timeout}
 	groups := [][]behaviour{
 		bookTests, sessionTests, cleaningTests, cartTests, pageTests,
-		rowTests, viewTests, errorTests, concurrencyTests,
+		rowTests, viewTests, frontDoorTests, concurrencyTests,
 	}
 	for _, group := range groups {
 		for _, b := range group {
@@ -93,15 +99,7 @@ type suite struct {
 }
 
 func (su *suite) run(t *testing.T, b behaviour) {
-	t.Run(b.name, func(t *testing.T) {
-		if b.cases != nil {
-			for _, c := range b.cases() {
-				su.run(t, c)
-			}
-			return
-		}
-		b.test(su.harness(t))
-	})
+	t.Run(b.name, func(t *testing.T) { b.test(su.harness(t)) })
 }
 
 // harness is what a behaviour sees: its store, its clock, a context for every

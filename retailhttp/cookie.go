@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -44,28 +43,39 @@ type CookieSigner struct {
 }
 
 // NewCookieSigner returns a signer that signs with keys[0] and verifies with
-// any of keys. It returns an error matching [ErrInvalid] if there is no key
-// or a key is shorter than [MinSigningKeyLen]. Keys should come from
+// any of keys. It returns an error matching [retail.ErrInvalid] if there is
+// no key or a key is shorter than [MinSigningKeyLen]. Keys should come from
 // crypto/rand; the signer keeps copies.
 func NewCookieSigner(keys ...[]byte) (*CookieSigner, error) {
-	if len(keys) == 0 {
-		return nil, invalid("NewCookieSigner", "keys", "none given")
+	if err := checkSigningKeys("NewCookieSigner", "keys", keys); err != nil {
+		return nil, err
 	}
 	s := &CookieSigner{keys: make([][]byte, len(keys))}
 	for i, k := range keys {
-		if len(k) < MinSigningKeyLen {
-			return nil, invalid("NewCookieSigner", "keys["+strconv.Itoa(i)+"]", "shorter than "+strconv.Itoa(MinSigningKeyLen)+" bytes")
-		}
 		s.keys[i] = append([]byte(nil), k...)
 	}
 	return s, nil
 }
 
+// checkSigningKeys returns an error if keys, the argument or option arg of
+// op, cannot make a CookieSigner.
+func checkSigningKeys(op, arg string, keys [][]byte) error {
+	if len(keys) == 0 {
+		return invalid(op, arg, "none given")
+	}
+	for i, k := range keys {
+		if len(k) < MinSigningKeyLen {
+			return invalid(op, arg+"["+strconv.Itoa(i)+"]", "shorter than "+strconv.Itoa(MinSigningKeyLen)+" bytes")
+		}
+	}
+	return nil
+}
+
 var cookieEncoding = base64.RawURLEncoding.Strict()
 
 // Sign returns a value for the cookie called name that carries data until
-// expires. It returns an error matching [ErrInvalid] if the value would be
-// longer than [MaxCookieLen].
+// expires. It returns an error matching [retail.ErrInvalid] if the value
+// would be longer than [MaxCookieLen].
 func (s *CookieSigner) Sign(name string, data []byte, expires time.Time) (string, error) {
 	payload := make([]byte, 8, 8+len(data))
 	binary.BigEndian.PutUint64(payload, uint64(expires.UnixMilli()))
@@ -89,8 +99,8 @@ func (s *CookieSigner) Sign(name string, data []byte, expires time.Time) (string
 // all) yields ok == false. MACs are compared in constant time
 // (hmac.Equal). The returned data belongs to the caller.
 func (s *CookieSigner) Verify(name, value string, now time.Time) (data []byte, ok bool) {
-	payload, err := s.open(name, value)
-	if err != nil {
+	payload, ok := s.open(name, value)
+	if !ok {
 		return nil, false
 	}
 	expires := int64(binary.BigEndian.Uint64(payload))
@@ -100,31 +110,29 @@ func (s *CookieSigner) Verify(name, value string, now time.Time) (data []byte, o
 	return payload[8:], true
 }
 
-var errBadCookie = errors.New("retail: bad signed cookie")
-
 // open checks value's MAC and returns its payload, expiry included.
-func (s *CookieSigner) open(name, value string) ([]byte, error) {
+func (s *CookieSigner) open(name, value string) (payload []byte, ok bool) {
 	if len(value) > MaxCookieLen {
-		return nil, errBadCookie
+		return nil, false
 	}
 	dot := strings.LastIndexByte(value, '.')
 	if dot < 0 {
-		return nil, errBadCookie
+		return nil, false
 	}
 	mac, err := cookieEncoding.DecodeString(value[dot+1:])
 	if err != nil || len(mac) != sha256.Size {
-		return nil, errBadCookie
+		return nil, false
 	}
-	payload, err := cookieEncoding.DecodeString(value[:dot])
+	payload, err = cookieEncoding.DecodeString(value[:dot])
 	if err != nil || len(payload) < 8 {
-		return nil, errBadCookie
+		return nil, false
 	}
 	for _, k := range s.keys {
 		if hmac.Equal(mac, cookieMAC(k, name, payload)) {
-			return payload, nil
+			return payload, true
 		}
 	}
-	return nil, errBadCookie
+	return nil, false
 }
 
 // cookieMAC is HMAC-SHA256(key, domain || len(name) || name || payload). The

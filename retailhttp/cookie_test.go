@@ -8,20 +8,21 @@ import (
 	"time"
 
 	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/retailhttp"
 )
 
-func key(b byte) []byte { return bytes.Repeat([]byte{b}, retail.MinSigningKeyLen) }
+func key(b byte) []byte { return bytes.Repeat([]byte{b}, retailhttp.MinSigningKeyLen) }
 
-func newSigner(t *testing.T, keys ...[]byte) *retail.CookieSigner {
+func newSigner(t *testing.T, keys ...[]byte) *retailhttp.CookieSigner {
 	t.Helper()
-	s, err := retail.NewCookieSigner(keys...)
+	s, err := retailhttp.NewCookieSigner(keys...)
 	if err != nil {
 		t.Fatalf("NewCookieSigner = %v", err)
 	}
 	return s
 }
 
-func sign(t *testing.T, s *retail.CookieSigner, name, data string, expires time.Time) string {
+func sign(t *testing.T, s *retailhttp.CookieSigner, name, data string, expires time.Time) string {
 	t.Helper()
 	v, err := s.Sign(name, []byte(data), expires)
 	if err != nil {
@@ -132,8 +133,8 @@ func TestCookieSigner_RejectsGarbage(t *testing.T) {
 		"AAAA." + mac,                    // payload shorter than the expiry
 		payload + "." + mac + "." + mac,  // extra field
 		"!!!!." + mac,                    // not base64
-		strings.Repeat("A", retail.MaxCookieLen+1),
-		strings.Repeat("A", retail.MaxCookieLen-44) + "." + mac, // long, wrong MAC
+		strings.Repeat("A", retailhttp.MaxCookieLen+1),
+		strings.Repeat("A", retailhttp.MaxCookieLen-44) + "." + mac, // long, wrong MAC
 	} {
 		if data, ok := s.Verify("session", v, epoch); ok {
 			t.Errorf("Verify(%.40q...) = %q, true, want false", v, data)
@@ -143,19 +144,19 @@ func TestCookieSigner_RejectsGarbage(t *testing.T) {
 
 func TestCookieSigner_SignRejectsOverlongData(t *testing.T) {
 	s := newSigner(t, key(1))
-	_, err := s.Sign("session", make([]byte, retail.MaxCookieLen), epoch)
+	_, err := s.Sign("session", make([]byte, retailhttp.MaxCookieLen), epoch)
 	if !errors.Is(err, retail.ErrInvalid) {
-		t.Errorf("Sign(%d bytes) = %v, want %v", retail.MaxCookieLen, err, retail.ErrInvalid)
+		t.Errorf("Sign(%d bytes) = %v, want %v", retailhttp.MaxCookieLen, err, retail.ErrInvalid)
 	}
 }
 
 func TestNewCookieSigner_RejectsMissingOrShortKeys(t *testing.T) {
 	for _, keys := range [][][]byte{
 		nil,
-		{make([]byte, retail.MinSigningKeyLen-1)},
+		{make([]byte, retailhttp.MinSigningKeyLen-1)},
 		{key(1), []byte("short")},
 	} {
-		if _, err := retail.NewCookieSigner(keys...); !errors.Is(err, retail.ErrInvalid) {
+		if _, err := retailhttp.NewCookieSigner(keys...); !errors.Is(err, retail.ErrInvalid) {
 			t.Errorf("NewCookieSigner(%d keys) = %v, want %v", len(keys), err, retail.ErrInvalid)
 		}
 	}
@@ -174,7 +175,7 @@ func TestNewCookieSigner_CopiesKeys(t *testing.T) {
 // FuzzCookieSigner_Verify checks that Verify never panics and accepts
 // nothing that Sign did not make.
 func FuzzCookieSigner_Verify(f *testing.F) {
-	s, err := retail.NewCookieSigner(key(1))
+	s, err := retailhttp.NewCookieSigner(key(1))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package retailhttp_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/backend/memory"
+	"github.com/retailkit/retail/retailhttp"
 )
 
 // pageHandler answers with its fields and counts its calls.
@@ -51,18 +53,29 @@ func serve(h http.Handler, method, target string) response {
 	return response{res.StatusCode, res.Header.Get("X-Cache"), rec.Body.String()}
 }
 
+// newMiddleware returns a page middleware over c, failing the test on an
+// error.
+func newMiddleware(t *testing.T, c *retail.PageCache, opts retailhttp.PageMiddlewareOptions) *retailhttp.PageMiddleware {
+	t.Helper()
+	m, err := retailhttp.NewPageMiddleware(c, opts)
+	if err != nil {
+		t.Fatalf("NewPageMiddleware = %v", err)
+	}
+	return m
+}
+
 // newPageStack returns a page middleware wrapping h over a fresh store in
 // which itemX is ranked, and that store, which counts its page reads.
-func newPageStack(t *testing.T, h http.Handler, opts retail.PageMiddlewareOptions) (http.Handler, *pageCountingStore) {
+func newPageStack(t *testing.T, h http.Handler, opts retailhttp.PageMiddlewareOptions) (http.Handler, *pageCountingStore) {
 	t.Helper()
 	ms, _ := newRankedStore(t)
 	s := &pageCountingStore{Store: ms}
-	return retail.NewPageMiddleware(&retail.PageCache{Store: s}, opts).Handler(h), s
+	return newMiddleware(t, newPageCache(t, s, retail.PageCacheOptions{}), opts).Handler(h), s
 }
 
 func TestPageMiddleware_ServesPopularItemPagesFromTheCache(t *testing.T) {
 	h := &pageHandler{body: "itemX", header: http.Header{"X-Custom": {"kept"}}}
-	mw, _ := newPageStack(t, h, retail.PageMiddlewareOptions{})
+	mw, _ := newPageStack(t, h, retailhttp.PageMiddlewareOptions{})
 	const target = "http://shop.test/?item=itemX"
 	first := serve(mw, http.MethodGet, target)
 	rec := httptest.NewRecorder()
@@ -82,7 +95,7 @@ func TestPageMiddleware_ServesPopularItemPagesFromTheCache(t *testing.T) {
 
 func TestPageMiddleware_PassesOtherMethodsThrough(t *testing.T) {
 	h := &pageHandler{body: "itemX"}
-	mw, _ := newPageStack(t, h, retail.PageMiddlewareOptions{})
+	mw, _ := newPageStack(t, h, retailhttp.PageMiddlewareOptions{})
 	const target = "http://shop.test/?item=itemX"
 	var got []response
 	for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodGet, http.MethodPost} {
@@ -102,7 +115,7 @@ func TestPageMiddleware_PassesOtherMethodsThrough(t *testing.T) {
 
 func TestPageMiddleware_HeadIsServedFromTheGetEntryWithoutBody(t *testing.T) {
 	h := &pageHandler{body: "itemX"}
-	mw, _ := newPageStack(t, h, retail.PageMiddlewareOptions{})
+	mw, _ := newPageStack(t, h, retailhttp.PageMiddlewareOptions{})
 	const target = "http://shop.test/?item=itemX"
 
 	// A HEAD miss renders and stores nothing.
@@ -128,7 +141,7 @@ func TestPageMiddleware_HeadIsServedFromTheGetEntryWithoutBody(t *testing.T) {
 func TestPageMiddleware_CachesOnlyOKResponses(t *testing.T) {
 	for _, status := range []int{http.StatusNotFound, http.StatusInternalServerError, http.StatusFound, http.StatusNoContent, http.StatusPartialContent} {
 		h := &pageHandler{status: status}
-		mw, _ := newPageStack(t, h, retail.PageMiddlewareOptions{})
+		mw, _ := newPageStack(t, h, retailhttp.PageMiddlewareOptions{})
 		for range 2 {
 			serve(mw, http.MethodGet, "http://shop.test/?item=itemX")
 		}
@@ -151,7 +164,7 @@ func TestPageMiddleware_DoesNotCachePersonalResponses(t *testing.T) {
 		{"X-Bad": {"a\nb"}},
 	} {
 		h := &pageHandler{header: header}
-		mw, _ := newPageStack(t, h, retail.PageMiddlewareOptions{})
+		mw, _ := newPageStack(t, h, retailhttp.PageMiddlewareOptions{})
 		var got []response
 		for range 2 {
 			got = append(got, serve(mw, http.MethodGet, "http://shop.test/?item=itemX"))
@@ -165,7 +178,7 @@ func TestPageMiddleware_DoesNotCachePersonalResponses(t *testing.T) {
 
 func TestPageMiddleware_DoesNotCacheUnpopularOrDynamicPages(t *testing.T) {
 	h := &pageHandler{}
-	mw, _ := newPageStack(t, h, retail.PageMiddlewareOptions{})
+	mw, _ := newPageStack(t, h, retailhttp.PageMiddlewareOptions{})
 	for _, target := range []string{
 		"http://shop.test/",
 		"http://shop.test/?item=itemY", // never viewed: no rank
@@ -185,7 +198,7 @@ func TestPageMiddleware_DoesNotCacheUnpopularOrDynamicPages(t *testing.T) {
 func TestPageMiddleware_QueryOrderAndHostCaseShareAnEntry(t *testing.T) {
 	ctx := context.Background()
 	h := &pageHandler{body: "itemX"}
-	mw, s := newPageStack(t, h, retail.PageMiddlewareOptions{})
+	mw, s := newPageStack(t, h, retailhttp.PageMiddlewareOptions{})
 	serve(mw, http.MethodGet, "http://shop.test/?item=itemX&color=red&size=m")
 	for _, target := range []string{
 		"http://shop.test/?size=m&item=itemX&color=red",
@@ -211,7 +224,7 @@ func TestPageMiddleware_ConcurrentMissesRenderOnce(t *testing.T) {
 		calls.Add(1)
 		<-release
 		fmt.Fprint(w, "itemX")
-	}), retail.PageMiddlewareOptions{})
+	}), retailhttp.PageMiddlewareOptions{})
 
 	got := make([]response, requests)
 	var wg sync.WaitGroup
@@ -251,7 +264,7 @@ func TestPageMiddleware_WaitersRenderThemselvesWhenTheFirstResponseIsPersonal(t 
 			http.SetCookie(w, &http.Cookie{Name: "secret", Value: "first's"})
 		}
 		fmt.Fprint(w, "page for ", r.Header.Get("X-Who"))
-	}), retail.PageMiddlewareOptions{})
+	}), retailhttp.PageMiddlewareOptions{})
 	do := func(who string) *http.Response {
 		req := httptest.NewRequest(http.MethodGet, "http://shop.test/?item=itemX", nil)
 		req.Header.Set("X-Who", who)
@@ -285,12 +298,12 @@ func TestPageMiddleware_WaitersRenderThemselvesWhenTheFirstResponseIsPersonal(t 
 
 func TestPageMiddleware_SkipsRequestsWithASessionByDefault(t *testing.T) {
 	h := &pageHandler{}
-	mw, _ := newPageStack(t, h, retail.PageMiddlewareOptions{})
+	mw, _ := newPageStack(t, h, retailhttp.PageMiddlewareOptions{})
 	const target = "http://shop.test/?item=itemX"
 	serve(mw, http.MethodGet, target) // cached for anonymous visitors
 
 	req := httptest.NewRequest(http.MethodGet, target, nil)
-	req = req.WithContext(retail.WithSession(req.Context(), retail.Session{Token: "t", User: "alice"}))
+	req = req.WithContext(retailhttp.WithSession(req.Context(), retailhttp.Session{Token: "t", User: "alice"}))
 	rec := httptest.NewRecorder()
 	mw.ServeHTTP(rec, req)
 	if got := rec.Header().Get("X-Cache"); got != "miss" || h.calls.Load() != 2 {
@@ -308,7 +321,7 @@ func TestPageMiddleware_SkipsRequestsWithASessionByDefault(t *testing.T) {
 
 func TestPageMiddleware_SkipOptionReplacesTheDefault(t *testing.T) {
 	h := &pageHandler{}
-	mw, _ := newPageStack(t, h, retail.PageMiddlewareOptions{Skip: func(r *http.Request) bool {
+	mw, _ := newPageStack(t, h, retailhttp.PageMiddlewareOptions{Skip: func(r *http.Request) bool {
 		return r.URL.Query().Has("preview")
 	}})
 	for _, target := range []string{"http://shop.test/?item=itemX&preview=1", "http://shop.test/?item=itemX&preview=1"} {
@@ -329,11 +342,11 @@ func TestPageMiddleware_SkipOptionReplacesTheDefault(t *testing.T) {
 
 func TestPageMiddleware_CacheableReplacesTheBookRule(t *testing.T) {
 	s, _ := newStore(t)
-	c := &retail.PageCache{Store: s, Cacheable: func(_ context.Context, u *url.URL) (bool, error) {
+	c := newPageCache(t, s, retail.PageCacheOptions{Cacheable: func(_ context.Context, u *url.URL) (bool, error) {
 		return u.Path == "/about", nil
-	}}
+	}})
 	h := &pageHandler{body: "about"}
-	mw := retail.NewPageMiddleware(c, retail.PageMiddlewareOptions{}).Handler(h)
+	mw := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{}).Handler(h)
 	var got []string
 	for range 2 {
 		got = append(got, serve(mw, http.MethodGet, "http://shop.test/about").XCache)
@@ -347,7 +360,7 @@ func TestPageMiddleware_ServesPagesWhenTheStoreFails(t *testing.T) {
 	s, _ := newRankedStore(t)
 	logs := &logRecorder{}
 	h := &pageHandler{body: "itemX"}
-	mw := retail.NewPageMiddleware(&retail.PageCache{Store: s}, retail.PageMiddlewareOptions{Logger: logs.Logger()}).Handler(h)
+	mw := newMiddleware(t, newPageCache(t, s, retail.PageCacheOptions{}), retailhttp.PageMiddlewareOptions{Logger: logs.Logger()}).Handler(h)
 	s.Close()
 	if got := serve(mw, http.MethodGet, "http://shop.test/?item=itemX"); got != (response{200, "miss", "itemX (render 1)"}) {
 		t.Errorf("GET with a closed store = %+v, want the rendered page", got)
@@ -359,7 +372,7 @@ func TestPageMiddleware_ServesPagesWhenTheStoreFails(t *testing.T) {
 
 func TestPageMiddleware_RerendersEntriesThatDoNotDecode(t *testing.T) {
 	h := &pageHandler{body: "itemX"}
-	mw, s := newPageStack(t, h, retail.PageMiddlewareOptions{})
+	mw, s := newPageStack(t, h, retailhttp.PageMiddlewareOptions{})
 	const key = "GET shop.test/?item=itemX"
 	for _, junk := range []string{"", "<h1>old format</h1>", "retail-page/1 200\nNo-Blank-Line: x", "retail-page/9 200\n\nbody"} {
 		if err := s.SetPage(context.Background(), key, []byte(junk), time.Minute); err != nil {
@@ -382,7 +395,7 @@ func TestPageMiddleware_StreamsFlushedResponsesUncached(t *testing.T) {
 		http.NewResponseController(w).Flush()
 		fmt.Fprint(w, "part 2")
 	})
-	mw, _ := newPageStack(t, h, retail.PageMiddlewareOptions{})
+	mw, _ := newPageStack(t, h, retailhttp.PageMiddlewareOptions{})
 	for range 2 {
 		rec := httptest.NewRecorder()
 		mw.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://shop.test/?item=itemX", nil))
@@ -403,7 +416,7 @@ func TestPageMiddleware_PanicReleasesThePage(t *testing.T) {
 		}
 		fmt.Fprint(w, "itemX")
 	})
-	mw, _ := newPageStack(t, h, retail.PageMiddlewareOptions{})
+	mw, _ := newPageStack(t, h, retailhttp.PageMiddlewareOptions{})
 	func() {
 		defer func() {
 			if got := recover(); got != "boom" {
@@ -417,22 +430,30 @@ func TestPageMiddleware_PanicReleasesThePage(t *testing.T) {
 	}
 }
 
-func TestNewPageMiddleware_PanicsWithoutAStore(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Errorf("NewPageMiddleware(&PageCache{}) did not panic")
-		}
-	}()
-	retail.NewPageMiddleware(&retail.PageCache{}, retail.PageMiddlewareOptions{})
+func TestNewPageMiddleware_RejectsANilCache(t *testing.T) {
+	m, err := retailhttp.NewPageMiddleware(nil, retailhttp.PageMiddlewareOptions{})
+	if m != nil || !errors.Is(err, retail.ErrInvalid) {
+		t.Errorf("NewPageMiddleware(nil) = %v, %v, want nil, an error matching %v", m, err, retail.ErrInvalid)
+	}
 }
 
 func ExampleNewPageMiddleware() {
 	ctx := context.Background()
-	store := memory.New(memory.Options{})
+	store, err := memory.New(memory.Options{})
+	if err != nil {
+		panic(err)
+	}
 	defer store.Close()
 	_ = store.UpdateToken(ctx, "3f1c9a", "alice", "itemX") // itemX is now ranked
 
-	pages := retail.NewPageMiddleware(&retail.PageCache{Store: store}, retail.PageMiddlewareOptions{})
+	cache, err := retail.NewPageCache(store, retail.PageCacheOptions{})
+	if err != nil {
+		panic(err)
+	}
+	pages, err := retailhttp.NewPageMiddleware(cache, retailhttp.PageMiddlewareOptions{})
+	if err != nil {
+		panic(err)
+	}
 	handler := pages.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "<h1>%s</h1>", r.URL.Query().Get("item"))
 	}))
@@ -445,4 +466,162 @@ func ExampleNewPageMiddleware() {
 	// Output:
 	// miss <h1>itemX</h1>
 	// hit <h1>itemX</h1>
+}
+
+// The middleware and PageCache.CacheRequest once stored different formats
+// under one key, so each took the other's entries for junk or served them
+// raw. These two tests pin that they share entries both ways.
+
+func TestPageMiddleware_CacheRequestServesTheMiddlewaresEntry(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newRankedStore(t)
+	c := newPageCache(t, s, retail.PageCacheOptions{})
+	mw := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{}).Handler(&pageHandler{body: "itemX"})
+	const target = "http://shop.test/?item=itemX"
+	if got := serve(mw, http.MethodGet, target); got != (response{200, "miss", "itemX (render 1)"}) {
+		t.Fatalf("GET %s = %+v, want the first render", target, got)
+	}
+
+	renders := 0
+	body, hit, err := c.CacheRequest(ctx, mustParse(t, target), func(context.Context) ([]byte, error) {
+		renders++
+		return []byte("rendered by CacheRequest"), nil
+	})
+	if err != nil || !hit || string(body) != "itemX (render 1)" || renders != 0 {
+		t.Errorf("CacheRequest(%s) after the middleware cached it = %q, hit %v, %v, %d renders; want %q, hit, nil, 0 renders",
+			target, body, hit, err, renders, "itemX (render 1)")
+	}
+}
+
+func TestPageMiddleware_ServesTheEntryOfCacheRequest(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newRankedStore(t)
+	c := newPageCache(t, s, retail.PageCacheOptions{})
+	h := &pageHandler{body: "rendered by the handler"}
+	mw := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{}).Handler(h)
+	const target = "http://shop.test/?item=itemX"
+	const page = "<h1>itemX</h1>"
+	if _, _, err := c.CacheRequest(ctx, mustParse(t, target), func(context.Context) ([]byte, error) {
+		return []byte(page), nil
+	}); err != nil {
+		t.Fatalf("CacheRequest(%s) = %v", target, err)
+	}
+
+	var got []response
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		rec := httptest.NewRecorder()
+		mw.ServeHTTP(rec, httptest.NewRequest(method, target, nil))
+		got = append(got, response{rec.Code, rec.Header().Get("X-Cache"), rec.Body.String()})
+		if ct := rec.Header().Get("Content-Type"); ct != "text/html; charset=utf-8" {
+			t.Errorf("%s of CacheRequest's page: Content-Type = %q, want the sniffed %q", method, ct, "text/html; charset=utf-8")
+		}
+	}
+	want := []response{{200, "hit", page}, {200, "hit", ""}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("GET, HEAD of a page CacheRequest cached mismatch (-want +got):\n%s", diff)
+	}
+	if n := h.calls.Load(); n != 0 {
+		t.Errorf("handler calls = %d, want 0", n)
+	}
+}
+
+func TestPageMiddleware_StoresTheResponseAsACachedPage(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newRankedStore(t)
+	c := newPageCache(t, s, retail.PageCacheOptions{})
+	mw := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{}).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Custom", "kept")
+		w.Header().Set("Date", "Wed, 01 Jan 2025 00:00:00 GMT") // set anew by each serve
+		fmt.Fprint(w, "<p>itemX</p>")
+	}))
+	const target = "http://shop.test/?item=itemX"
+	serve(mw, http.MethodGet, target)
+
+	p, ok, err := c.Lookup(ctx, mustParse(t, target))
+	if err != nil || !ok {
+		t.Fatalf("Lookup(%s) = %v, %v, want a page", target, ok, err)
+	}
+	want := &retail.CachedPage{
+		Status: 200,
+		Header: map[string][]string{"Content-Type": {"text/html; charset=utf-8"}, "X-Custom": {"kept"}},
+		Body:   []byte("<p>itemX</p>"),
+	}
+	if diff := cmp.Diff(want, p); diff != "" {
+		t.Errorf("cached page mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// failingPagesStore fails every read of the page cache.
+type failingPagesStore struct {
+	*memory.Store
+}
+
+var errPagesDown = errors.New("pages are down")
+
+func (failingPagesStore) Page(context.Context, string) ([]byte, bool, error) {
+	return nil, false, errPagesDown
+}
+
+func TestPageMiddleware_ServesPagesWhenReadingTheCacheFails(t *testing.T) {
+	ms, _ := newRankedStore(t)
+	logs := &logRecorder{}
+	h := &pageHandler{body: "itemX"}
+	c := newPageCache(t, failingPagesStore{ms}, retail.PageCacheOptions{})
+	mw := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{Logger: logs.Logger()}).Handler(h)
+	var got []response
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		got = append(got, serve(mw, method, "http://shop.test/?item=itemX"))
+	}
+	// httptest.ResponseRecorder keeps what a handler writes for HEAD.
+	want := []response{{200, "miss", "itemX (render 1)"}, {200, "miss", "itemX (render 2)"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("GET, HEAD with a failing page cache mismatch (-want +got):\n%s", diff)
+	}
+	if n := strings.Count(logs.String(), errPagesDown.Error()); n != 2 {
+		t.Errorf("log has the read error %d times, want 2; log:\n%s", n, logs.String())
+	}
+}
+
+func TestPageMiddleware_WaiterWhoseClientLeavesIsNotAnswered(t *testing.T) {
+	release := make(chan struct{})
+	var calls atomic.Int64
+	mw, s := newPageStack(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		<-release
+		fmt.Fprint(w, "itemX")
+	}), retailhttp.PageMiddlewareOptions{})
+	const target = "http://shop.test/?item=itemX"
+
+	var wg sync.WaitGroup
+	wg.Go(func() { serve(mw, http.MethodGet, target) })
+	eventually(t, "the first request to render", func() bool { return calls.Load() == 1 })
+	reads := s.pageReads.Load()
+	ctx, cancel := context.WithCancel(context.Background())
+	rec := httptest.NewRecorder()
+	waiterDone := make(chan struct{})
+	go func() {
+		defer close(waiterDone)
+		mw.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, http.MethodGet, target, nil))
+	}()
+	eventually(t, "the waiter to miss", func() bool { return s.pageReads.Load() > reads })
+	cancel()
+	<-waiterDone
+	close(release)
+	wg.Wait()
+
+	if n := calls.Load(); n != 1 {
+		t.Errorf("handler calls = %d, want 1: a request whose client left must not render", n)
+	}
+	if rec.Body.Len() != 0 || rec.Header().Get("X-Cache") != "" {
+		t.Errorf("waiter whose client left got X-Cache %q, body %q, want no answer", rec.Header().Get("X-Cache"), rec.Body)
+	}
+}
+
+func mustParse(t *testing.T, rawURL string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatalf("url.Parse(%q) = %v", rawURL, err)
+	}
+	return u
 }

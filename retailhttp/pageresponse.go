@@ -1,8 +1,9 @@
 package retailhttp
 
-// This file holds the responses of the page-cache middleware (pagemw.go):
-// how a handler's response is captured, which responses may be cached,
-// and the format a cached response is stored in.
+// This file holds the responses of the page middleware (pagemw.go): how a
+// handler's response is captured, which responses may be cached, and how a
+// cached page is served. The format they are stored in is the retail
+// package's.
 
 import (
 	"bytes"
@@ -11,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/retailkit/retail"
 )
 
 // pageRecorder captures a response so that it can be cached, until it
@@ -19,7 +22,6 @@ import (
 type pageRecorder struct {
 	w      http.ResponseWriter
 	header http.Header // what the handler sees; snapshot taken at WriteHeader
-	onPass func()      // called once when the recorder starts passing through
 
 	wrote  bool        // WriteHeader happened
 	status int         // the final status
@@ -54,7 +56,7 @@ func (rec *pageRecorder) Write(p []byte) (int, error) {
 	if !rec.wrote {
 		rec.WriteHeader(http.StatusOK)
 	}
-	if !rec.passed && rec.body.Len()+len(p) > MaxPageSize {
+	if !rec.passed && rec.body.Len()+len(p) > retail.MaxPageSize {
 		rec.pass()
 	}
 	if rec.passed {
@@ -81,7 +83,6 @@ func (rec *pageRecorder) pass() {
 		return
 	}
 	rec.passed = true
-	rec.onPass()
 	h := rec.w.Header()
 	maps.Copy(h, rec.sent)
 	h.Set("X-Cache", CacheMiss)
@@ -92,8 +93,9 @@ func (rec *pageRecorder) pass() {
 	}
 }
 
-// page returns the captured response, or nil if it was passed through.
-func (rec *pageRecorder) page() *cachedPage {
+// page returns the captured response, or nil if it was passed through. It
+// is called once, when the handler has returned.
+func (rec *pageRecorder) page() *retail.CachedPage {
 	if !rec.wrote {
 		rec.WriteHeader(http.StatusOK) // a handler that writes nothing sends 200
 	}
@@ -109,7 +111,7 @@ func (rec *pageRecorder) page() *cachedPage {
 		// the entry says the same.
 		h.Set("Content-Type", http.DetectContentType(rec.body.Bytes()))
 	}
-	return &cachedPage{status: rec.status, header: h, body: rec.body.Bytes()}
+	return &retail.CachedPage{Status: rec.status, Header: h, Body: rec.body.Bytes()}
 }
 
 // cacheableHeader reports whether a 200 response with header h may be
@@ -148,84 +150,24 @@ func encodableHeaderKey(k string) bool {
 // response, and net/http sets them when serving.
 var hopHeaders = []string{"Connection", "Content-Length", "Date", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Upgrade", "X-Cache"}
 
-// cachedPage is a response as the cache keeps it.
-type cachedPage struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-// serve writes p to w, without the body for HEAD requests.
-func (p *cachedPage) serve(w http.ResponseWriter, r *http.Request, xcache string) {
+// serve writes p to w with the given X-Cache value, without the body for
+// HEAD requests. A page without a Content-Type (CacheRequest stores none)
+// gets the one net/http would sniff from its body, for GET and HEAD alike.
+func serve(w http.ResponseWriter, r *http.Request, p *retail.CachedPage, xcache string) {
 	h := w.Header()
-	for k, vs := range p.header {
-		h[k] = slices.Clone(vs) // p is shared; what w's header holds may be changed
+	for k, vs := range p.Header {
+		// Other requests may be copying p (a render's page is copied for
+		// each request waiting on it), and middleware around this one
+		// may append to what w's header holds.
+		h[k] = slices.Clone(vs)
 	}
-	h.Set("Content-Length", strconv.Itoa(len(p.body)))
+	if _, ok := h["Content-Type"]; !ok {
+		h.Set("Content-Type", http.DetectContentType(p.Body))
+	}
+	h.Set("Content-Length", strconv.Itoa(len(p.Body)))
 	h.Set("X-Cache", xcache)
-	w.WriteHeader(p.status)
+	w.WriteHeader(p.Status)
 	if r.Method != http.MethodHead {
-		w.Write(p.body)
+		w.Write(p.Body)
 	}
-}
-
-// pageFormat starts every cached entry. The format is
-//
-//	retail-page/1 STATUS\n
-//	Key: value\n        (one line a value, keys sorted)
-//	\n
-//	body
-//
-// A later format changes the version, so that old entries miss.
-const pageFormat = "retail-page/1 "
-
-func (p *cachedPage) encode() []byte {
-	var b bytes.Buffer
-	b.Grow(len(p.body) + 256)
-	b.WriteString(pageFormat)
-	b.WriteString(strconv.Itoa(p.status))
-	b.WriteByte('\n')
-	for _, k := range slices.Sorted(maps.Keys(p.header)) {
-		for _, v := range p.header[k] {
-			b.WriteString(k)
-			b.WriteString(": ")
-			b.WriteString(v)
-			b.WriteByte('\n')
-		}
-	}
-	b.WriteByte('\n')
-	b.Write(p.body)
-	return b.Bytes()
-}
-
-func decodePage(data []byte) (*cachedPage, bool) {
-	rest, ok := bytes.CutPrefix(data, []byte(pageFormat))
-	if !ok {
-		return nil, false
-	}
-	line, rest, ok := bytes.Cut(rest, []byte{'\n'})
-	if !ok || len(line) != 3 {
-		return nil, false
-	}
-	status, err := strconv.Atoi(string(line))
-	if err != nil || status < 200 || status > 599 {
-		return nil, false
-	}
-	p := &cachedPage{status: status, header: make(http.Header)}
-	for {
-		line, rest, ok = bytes.Cut(rest, []byte{'\n'})
-		if !ok {
-			return nil, false
-		}
-		if len(line) == 0 {
-			break
-		}
-		k, v, ok := bytes.Cut(line, []byte(": "))
-		if !ok || !encodableHeaderKey(string(k)) {
-			return nil, false
-		}
-		p.header[string(k)] = append(p.header[string(k)], string(v))
-	}
-	p.body = rest
-	return p, true
 }

@@ -4,18 +4,20 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/internal/rules"
 )
 
 // The session middleware's settings, used where a [SessionOptions] field is
 // zero.
 const (
-	DefaultSessionCookie = "retail_session" // the cookie's name
-	DefaultSessionPath   = "/"              // the cookie's path
-	DefaultSessionMaxAge = 7 * 24 * time.Hour
+	DefaultSessionCookie = "retail_session"   // the cookie's name
+	DefaultSessionPath   = "/"                // the cookie's path
+	DefaultSessionMaxAge = 7 * 24 * time.Hour // how long the cookie lasts from login
 )
 
 // TokenLen is the length of the session tokens a [SessionManager] issues:
@@ -26,8 +28,8 @@ const TokenLen = 32
 // Store (its carts and recently viewed items are kept under the token) and
 // the user it is logged in as.
 type Session struct {
-	Token string
-	User  string
+	Token string // TokenLen lowercase hex digits; a secret, like a password
+	User  string // as given to Login
 }
 
 type sessionKey struct{}
@@ -48,7 +50,7 @@ func SessionFrom(ctx context.Context) (s Session, ok bool) {
 }
 
 // SessionOptions configures a [SessionManager]. Zero fields take the
-// defaults above.
+// defaults named on each.
 type SessionOptions struct {
 	// CookieName is the session cookie's name; DefaultSessionCookie if
 	// empty.
@@ -77,31 +79,33 @@ type SessionOptions struct {
 	SigningKeys [][]byte
 
 	// Item returns the item a request views, or "" if it views none; it
-	// is passed to [Sessions.UpdateToken]. ItemFromQuery if nil. An item
-	// that breaks the input rules is treated as "".
+	// is passed to [retail.Sessions.UpdateToken]. ItemFromQuery if nil.
+	// An item that breaks the input rules is treated as "".
 	Item func(r *http.Request) string
 
-	// Clock gives the time for signed cookies' expiry; SystemClock if nil.
-	Clock Clock
+	// Clock gives the time for signed cookies' expiry; retail.SystemClock
+	// if nil.
+	Clock retail.Clock
 
 	// ErrorHandler answers a request whose session could not be looked up
-	// because the Store failed; if nil, the error is logged and the
-	// request answered with 500 Internal Server Error.
+	// because the Store failed, with the Store's error; if nil, the error
+	// is logged and the request answered with 500 Internal Server Error.
 	ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
 
 	// Logger receives the errors the middleware survives; slog.Default()
-	// if nil. Tokens are never logged.
+	// if nil. Tokens are never logged in full: the Store's errors show at
+	// most their first four bytes.
 	Logger *slog.Logger
 }
 
-// SessionManager keeps login sessions in cookies over a [Sessions] store:
-// its Handler recognizes the session of each request, and Login and Logout
-// start and end sessions.
+// SessionManager keeps login sessions in cookies over a [retail.Sessions]
+// store: its Handler recognizes the session of each request, and Login and
+// Logout start and end sessions.
 //
 // In token-cookie mode (the default) the cookie holds a random 128-bit
 // token and nothing else; each request looks the user up with
-// [Sessions.CheckToken], so a Logout, or the Store's cleaning, ends the
-// session at once everywhere.
+// [retail.Sessions.CheckToken], so a Logout, or the Store's cleaning, ends
+// the session at once everywhere.
 //
 // In signed-cookie mode (SessionOptions.SigningKeys set) the cookie holds
 // the token and the user, signed with HMAC-SHA256 (see [CookieSigner]) with
@@ -112,35 +116,34 @@ type SessionOptions struct {
 // where that matters, or use token cookies.
 //
 // In both modes the cookie is HttpOnly and SameSite=Lax, and each request
-// with a session calls [Sessions.UpdateToken] with the item it views (see
-// SessionOptions.Item), which records the visit, the recently viewed items
-// and the item's view count.
+// with a session calls [retail.Sessions.UpdateToken] with the item it views
+// (see SessionOptions.Item), which records the visit, the recently viewed
+// items and the item's view count.
 //
 // Visitors who have not logged in have no session: the middleware sets no
 // cookie for them, writes nothing to the Store and puts no [Session] in
 // their requests, so their views are not counted. Carts need a session
-// (see [Carts.AddToCart]), so a shop asks visitors to log in before they
-// buy. This keeps crawlers from filling the Store, and it keeps anonymous
+// (see [retail.Carts.AddToCart]), so a shop asks visitors to log in before
+// they buy. This keeps crawlers from filling the Store, and it keeps anonymous
 // pages free of personal data, which is what lets the page cache share
 // them (see [PageMiddlewareOptions].Skip).
 //
 // A SessionManager is safe for concurrent use.
 type SessionManager struct {
-	store  Sessions
+	store  retail.Sessions
 	opts   SessionOptions
 	signer *CookieSigner // nil in token-cookie mode
 }
 
 // NewSessionManager returns a manager of sessions kept in s. It returns an
-// error matching [ErrInvalid] if opts are out of range: a cookie name that
-// net/http would refuse, a MaxAge under a second, or a signing key shorter
-// than [MinSigningKeyLen]. It panics if s is nil, which is a programming
-// error.
-func NewSessionManager(s Sessions, opts SessionOptions) (*SessionManager, error) {
-	if s == nil {
-		panic("retail: NewSessionManager: nil Sessions")
-	}
+// error matching [retail.ErrInvalid] if s is nil or an option is out of
+// range: a cookie name, path or domain that net/http would refuse, a MaxAge
+// under a second, or a signing key shorter than [MinSigningKeyLen].
+func NewSessionManager(s retail.Sessions, opts SessionOptions) (*SessionManager, error) {
 	const op = "NewSessionManager"
+	if s == nil {
+		return nil, invalid(op, "store", "nil")
+	}
 	if opts.CookieName == "" {
 		opts.CookieName = DefaultSessionCookie
 	}
@@ -154,19 +157,31 @@ func NewSessionManager(s Sessions, opts SessionOptions) (*SessionManager, error)
 		opts.Item = ItemFromQuery
 	}
 	if opts.Clock == nil {
-		opts.Clock = SystemClock{}
+		opts.Clock = retail.SystemClock{}
 	}
-	if err := (&http.Cookie{Name: opts.CookieName, Value: "x", Path: opts.Path, Domain: opts.Domain}).Valid(); err != nil {
-		return nil, invalid(op, "cookie", err.Error())
+	for _, c := range []struct {
+		arg    string
+		cookie http.Cookie
+	}{
+		{"CookieName", http.Cookie{Name: opts.CookieName, Value: "x"}},
+		{"Path", http.Cookie{Name: "x", Value: "x", Path: opts.Path}},
+		{"Domain", http.Cookie{Name: "x", Value: "x", Domain: opts.Domain}},
+	} {
+		if err := c.cookie.Valid(); err != nil {
+			return nil, invalid(op, c.arg, "refused by net/http ("+err.Error()+")")
+		}
 	}
 	if opts.MaxAge < time.Second {
 		return nil, invalid(op, "MaxAge", "shorter than a second")
 	}
 	m := &SessionManager{store: s, opts: opts}
 	if len(opts.SigningKeys) > 0 {
+		if err := checkSigningKeys(op, "SigningKeys", opts.SigningKeys); err != nil {
+			return nil, err
+		}
 		signer, err := NewCookieSigner(opts.SigningKeys...)
 		if err != nil {
-			return nil, err
+			return nil, err // checked above
 		}
 		m.signer = signer
 	}
@@ -175,16 +190,16 @@ func NewSessionManager(s Sessions, opts SessionOptions) (*SessionManager, error)
 }
 
 // Handler returns a handler that recognizes the session of each request,
-// records the visit with [Sessions.UpdateToken] and passes the request to
-// next with the session in its context (see [SessionFrom]). A request
-// without a valid session cookie is passed on without a session; if it
-// carried a cookie that names no session (unknown, logged out, cleaned,
-// tampered or expired), the response clears that cookie.
+// records the visit with [retail.Sessions.UpdateToken] and passes the
+// request to next with the session in its context (see [SessionFrom]). A
+// request without a valid session cookie is passed on without a session;
+// if it carried a cookie that names no session (unknown, logged out,
+// cleaned, tampered or expired), the response clears that cookie.
 //
 // If looking the token up fails, the request goes to the ErrorHandler
-// instead of next. If recording the visit fails, the error is logged and
-// the request is served with its session: the visit and view are lost,
-// not the page.
+// option instead of next. If recording the visit fails, the error is
+// logged and the request is served with its session: the visit and view
+// are lost, not the page.
 //
 // A request that races with Logout of its own session may record its
 // visit after the Logout and so bring the session back, empty; it is then
@@ -205,11 +220,11 @@ func (m *SessionManager) Handler(next http.Handler) http.Handler {
 			return
 		}
 		item := m.opts.Item(r)
-		if item != "" && ValidateItemRank(item) != nil {
+		if item != "" && rules.ID(item) != "" {
 			item = ""
 		}
-		if err := m.store.UpdateToken(ctx, s.Token, s.User, item); err != nil && ctx.Err() == nil {
-			m.logError(ctx, "retail: recording a visit failed; serving the request anyway", err)
+		if err := m.store.UpdateToken(ctx, s.Token, s.User, item); err != nil {
+			logError(ctx, m.opts.Logger, "retailhttp: recording a visit failed; serving the request anyway", err)
 		}
 		next.ServeHTTP(w, r.WithContext(WithSession(ctx, s)))
 	})
@@ -253,32 +268,32 @@ func (m *SessionManager) load(ctx context.Context, r *http.Request) (s Session, 
 //
 // Login must be called before the response's header is written, and ctx
 // keeps the old session: a handler typically redirects after it. It
-// returns an error matching [ErrInvalid] if user breaks the user rule of
-// [ValidateUpdateToken], and the Store's error, wrapped, if recording the
-// session fails; then no cookie is set.
+// returns an error matching [retail.ErrInvalid] if user breaks the input
+// rules (1..[retail.MaxUserLen] bytes of valid UTF-8), and the Store's
+// error as the Store returned it if recording the session fails; then no
+// cookie is set.
 func (m *SessionManager) Login(ctx context.Context, w http.ResponseWriter, user string) (Session, error) {
-	if err := checkUser("Login", user); err != nil {
-		return Session{}, err
+	if why := rules.User(user); why != "" {
+		return Session{}, invalid("SessionManager.Login", "user", why)
 	}
-	token, err := newToken()
-	if err != nil {
-		return Session{}, fmt.Errorf("retail: Login: %w", err)
-	}
-	s := Session{Token: token, User: user}
-	value := token
+	s := Session{Token: newToken(), User: user}
+	value := s.Token
 	if m.signer != nil {
+		// The user rule keeps the value far below MaxCookieLen, so Sign
+		// cannot fail here; its error is returned all the same.
+		var err error
 		value, err = m.signer.Sign(m.opts.CookieName, encodeSignedSession(s), m.opts.Clock.Now().Add(m.opts.MaxAge))
 		if err != nil {
 			return Session{}, err
 		}
 	}
-	if err := m.store.UpdateToken(ctx, token, user, ""); err != nil {
-		return Session{}, fmt.Errorf("retail: Login: %w", err)
+	if err := m.store.UpdateToken(ctx, s.Token, s.User, ""); err != nil {
+		return Session{}, err
 	}
 	if old, ok := SessionFrom(ctx); ok {
 		if err := m.store.Logout(ctx, old.Token); err != nil {
 			// The new session stands; the old one will be cleaned.
-			m.logError(ctx, "retail: ending the session replaced by a login failed", err)
+			logError(ctx, m.opts.Logger, "retailhttp: ending the session replaced by a login failed", err)
 		}
 	}
 	http.SetCookie(w, m.cookie(value, int(m.opts.MaxAge/time.Second)))
@@ -289,17 +304,15 @@ func (m *SessionManager) Login(ctx context.Context, w http.ResponseWriter, user 
 // and recently viewed items from the Store, and clears the session cookie
 // on w. Without a session in ctx it only clears the cookie. It must be
 // called before the response's header is written. The cookie is cleared
-// even if the Store fails, whose error is returned wrapped.
+// even if the Store fails, whose error is returned as the Store returned
+// it.
 func (m *SessionManager) Logout(ctx context.Context, w http.ResponseWriter) error {
 	http.SetCookie(w, m.clearCookie())
 	s, ok := SessionFrom(ctx)
 	if !ok {
 		return nil
 	}
-	if err := m.store.Logout(ctx, s.Token); err != nil {
-		return fmt.Errorf("retail: Logout: %w", err)
-	}
-	return nil
+	return m.store.Logout(ctx, s.Token)
 }
 
 // ItemFromQuery is the default [SessionOptions].Item: the "item" query
@@ -332,33 +345,23 @@ func (m *SessionManager) cookie(value string, maxAge int) *http.Cookie {
 // clearCookie tells the browser to drop the session cookie.
 func (m *SessionManager) clearCookie() *http.Cookie { return m.cookie("", -1) }
 
+// fail answers a request whose session could not be looked up because
+// the Store failed with err.
 func (m *SessionManager) fail(w http.ResponseWriter, r *http.Request, err error) {
-	err = fmt.Errorf("retail: looking up a session: %w", err)
 	if m.opts.ErrorHandler != nil {
 		m.opts.ErrorHandler(w, r, err)
 		return
 	}
-	if r.Context().Err() == nil {
-		m.logError(r.Context(), "retail: looking up a session failed", err)
-	}
+	logError(r.Context(), m.opts.Logger, "retailhttp: looking up a session failed", err)
 	http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
 }
 
-func (m *SessionManager) logError(ctx context.Context, msg string, err error) {
-	l := m.opts.Logger
-	if l == nil {
-		l = slog.Default()
-	}
-	l.LogAttrs(ctx, slog.LevelError, msg, slog.Any("err", err))
-}
-
-// newToken returns TokenLen lowercase hex digits from crypto/rand.
-func newToken() (string, error) {
+// newToken returns TokenLen lowercase hex digits from crypto/rand, whose
+// Read never fails (it crashes the program instead, since Go 1.24).
+func newToken() string {
 	var b [TokenLen / 2]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b[:]), nil
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // isToken reports whether s has the form of a token newToken makes.
@@ -385,7 +388,7 @@ func decodeSignedSession(data []byte) (Session, bool) {
 		return Session{}, false
 	}
 	s := Session{Token: string(data[:TokenLen]), User: string(data[TokenLen:])}
-	if !isToken(s.Token) || checkUser("", s.User) != nil {
+	if !isToken(s.Token) || rules.User(s.User) != "" {
 		return Session{}, false
 	}
 	return s, true

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/backend/memory"
+	"github.com/retailkit/retail/retailhttp"
 )
 
 // countingSessions counts the lookups and writes the middleware makes.
@@ -32,9 +33,9 @@ func (s *countingSessions) UpdateToken(ctx context.Context, token, user, item st
 	return s.Store.UpdateToken(ctx, token, user, item)
 }
 
-func newManager(t *testing.T, s retail.Sessions, opts retail.SessionOptions) *retail.SessionManager {
+func newManager(t *testing.T, s retail.Sessions, opts retailhttp.SessionOptions) *retailhttp.SessionManager {
 	t.Helper()
-	m, err := retail.NewSessionManager(s, opts)
+	m, err := retailhttp.NewSessionManager(s, opts)
 	if err != nil {
 		t.Fatalf("NewSessionManager = %v", err)
 	}
@@ -44,17 +45,17 @@ func newManager(t *testing.T, s retail.Sessions, opts retail.SessionOptions) *re
 // visit is what a handler behind the middleware saw and what the response
 // said.
 type visit struct {
-	session retail.Session
+	session retailhttp.Session
 	ok      bool
 	resp    *http.Response
 }
 
 // get sends a GET for target with cookies through m to a handler that
 // records the session it sees.
-func get(m *retail.SessionManager, target string, cookies ...*http.Cookie) visit {
+func get(m *retailhttp.SessionManager, target string, cookies ...*http.Cookie) visit {
 	var v visit
 	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		v.session, v.ok = retail.SessionFrom(r.Context())
+		v.session, v.ok = retailhttp.SessionFrom(r.Context())
 	}))
 	req := httptest.NewRequest(http.MethodGet, target, nil)
 	for _, c := range cookies {
@@ -68,7 +69,7 @@ func get(m *retail.SessionManager, target string, cookies ...*http.Cookie) visit
 
 // login logs user in through m, as a handler would, and returns the
 // session and the cookie it set.
-func login(t *testing.T, m *retail.SessionManager, ctx context.Context, user string) (retail.Session, *http.Cookie) {
+func login(t *testing.T, m *retailhttp.SessionManager, ctx context.Context, user string) (retailhttp.Session, *http.Cookie) {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	s, err := m.Login(ctx, rec, user)
@@ -81,11 +82,11 @@ func login(t *testing.T, m *retail.SessionManager, ctx context.Context, user str
 func sessionCookie(t *testing.T, resp *http.Response) *http.Cookie {
 	t.Helper()
 	for _, c := range resp.Cookies() {
-		if c.Name == retail.DefaultSessionCookie {
+		if c.Name == retailhttp.DefaultSessionCookie {
 			return c
 		}
 	}
-	t.Fatalf("response sets no %s cookie; Set-Cookie: %q", retail.DefaultSessionCookie, resp.Header["Set-Cookie"])
+	t.Fatalf("response sets no %s cookie; Set-Cookie: %q", retailhttp.DefaultSessionCookie, resp.Header["Set-Cookie"])
 	return nil
 }
 
@@ -93,7 +94,7 @@ func sessionCookie(t *testing.T, resp *http.Response) *http.Cookie {
 // cookie.
 func isCleared(resp *http.Response) bool {
 	for _, c := range resp.Cookies() {
-		if c.Name == retail.DefaultSessionCookie && c.MaxAge < 0 {
+		if c.Name == retailhttp.DefaultSessionCookie && c.MaxAge < 0 {
 			return true
 		}
 	}
@@ -102,7 +103,7 @@ func isCleared(resp *http.Response) bool {
 
 func TestSessionManager_AnonymousVisitorHasNoSession(t *testing.T) {
 	s, _ := newStore(t)
-	m := newManager(t, s, retail.SessionOptions{})
+	m := newManager(t, s, retailhttp.SessionOptions{})
 	v := get(m, "/?item=itemX")
 	if v.ok {
 		t.Errorf("SessionFrom(anonymous request) = %+v, true, want no session", v.session)
@@ -121,15 +122,15 @@ func TestSessionManager_AnonymousVisitorHasNoSession(t *testing.T) {
 func TestSessionManager_LoginSetsATokenCookie(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
-	m := newManager(t, s, retail.SessionOptions{})
+	m := newManager(t, s, retailhttp.SessionOptions{})
 	sess, c := login(t, m, ctx, "alice")
 
-	if len(sess.Token) != retail.TokenLen || strings.Trim(sess.Token, "0123456789abcdef") != "" {
-		t.Errorf("Login token = %q, want %d lowercase hex digits", sess.Token, retail.TokenLen)
+	if len(sess.Token) != retailhttp.TokenLen || strings.Trim(sess.Token, "0123456789abcdef") != "" {
+		t.Errorf("Login token = %q, want %d lowercase hex digits", sess.Token, retailhttp.TokenLen)
 	}
 	want := http.Cookie{
-		Name: retail.DefaultSessionCookie, Value: sess.Token, Path: "/",
-		MaxAge: int(retail.DefaultSessionMaxAge / time.Second), HttpOnly: true, SameSite: http.SameSiteLaxMode,
+		Name: retailhttp.DefaultSessionCookie, Value: sess.Token, Path: "/",
+		MaxAge: int(retailhttp.DefaultSessionMaxAge / time.Second), HttpOnly: true, SameSite: http.SameSiteLaxMode,
 	}
 	got := http.Cookie{Name: c.Name, Value: c.Value, Path: c.Path, MaxAge: c.MaxAge, HttpOnly: c.HttpOnly, Secure: c.Secure, SameSite: c.SameSite}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -142,7 +143,7 @@ func TestSessionManager_LoginSetsATokenCookie(t *testing.T) {
 
 func TestSessionManager_SecureOptionMarksTheCookie(t *testing.T) {
 	s, _ := newStore(t)
-	m := newManager(t, s, retail.SessionOptions{Secure: true, CookieName: retail.DefaultSessionCookie, MaxAge: time.Hour})
+	m := newManager(t, s, retailhttp.SessionOptions{Secure: true, CookieName: retailhttp.DefaultSessionCookie, MaxAge: time.Hour})
 	_, c := login(t, m, context.Background(), "alice")
 	if !c.Secure || c.MaxAge != 3600 {
 		t.Errorf("Login cookie Secure, MaxAge = %v, %d, want true, 3600", c.Secure, c.MaxAge)
@@ -152,7 +153,7 @@ func TestSessionManager_SecureOptionMarksTheCookie(t *testing.T) {
 func TestSessionManager_LoginIssuesAFreshTokenAndEndsTheOldSession(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
-	m := newManager(t, s, retail.SessionOptions{})
+	m := newManager(t, s, retailhttp.SessionOptions{})
 	first, firstCookie := login(t, m, ctx, "alice")
 	if err := s.AddToCart(ctx, first.Token, "itemX", 1); err != nil {
 		t.Fatalf("AddToCart = %v", err)
@@ -160,7 +161,7 @@ func TestSessionManager_LoginIssuesAFreshTokenAndEndsTheOldSession(t *testing.T)
 
 	// Log in again from a request that carries the first session.
 	v := get(m, "/", firstCookie)
-	second, secondCookie := login(t, m, retail.WithSession(ctx, v.session), "bob")
+	second, secondCookie := login(t, m, retailhttp.WithSession(ctx, v.session), "bob")
 	if second.Token == first.Token || secondCookie.Value == firstCookie.Value {
 		t.Fatalf("Login reused token %q, want a fresh one", first.Token)
 	}
@@ -177,7 +178,7 @@ func TestSessionManager_LoginIssuesAFreshTokenAndEndsTheOldSession(t *testing.T)
 
 func TestSessionManager_TokensAreUnique(t *testing.T) {
 	s, _ := newStore(t)
-	m := newManager(t, s, retail.SessionOptions{})
+	m := newManager(t, s, retailhttp.SessionOptions{})
 	seen := make(map[string]bool)
 	for range 1000 {
 		sess, _ := login(t, m, context.Background(), "alice")
@@ -191,7 +192,7 @@ func TestSessionManager_TokensAreUnique(t *testing.T) {
 func TestSessionManager_PutsTheSessionInTheContextAndRecordsViews(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
-	m := newManager(t, s, retail.SessionOptions{})
+	m := newManager(t, s, retailhttp.SessionOptions{})
 	sess, c := login(t, m, ctx, "alice")
 
 	for _, target := range []string{"/?item=itemA", "/cart", "/?item=itemB", "/?item=itemA&item=itemC"} {
@@ -215,7 +216,7 @@ func TestSessionManager_PutsTheSessionInTheContextAndRecordsViews(t *testing.T) 
 func TestSessionManager_ItemOptionChoosesTheViewedItem(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
-	m := newManager(t, s, retail.SessionOptions{Item: func(r *http.Request) string {
+	m := newManager(t, s, retailhttp.SessionOptions{Item: func(r *http.Request) string {
 		item, _ := strings.CutPrefix(r.URL.Path, "/items/")
 		return item
 	}})
@@ -231,7 +232,7 @@ func TestSessionManager_ItemOptionChoosesTheViewedItem(t *testing.T) {
 func TestSessionManager_UnknownTokenIsNoSessionAndClearsTheCookie(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
-	m := newManager(t, s, retail.SessionOptions{})
+	m := newManager(t, s, retailhttp.SessionOptions{})
 	sess, c := login(t, m, ctx, "alice")
 	if err := s.Logout(ctx, sess.Token); err != nil { // e.g. cleaned
 		t.Fatalf("Logout = %v", err)
@@ -251,9 +252,9 @@ func TestSessionManager_UnknownTokenIsNoSessionAndClearsTheCookie(t *testing.T) 
 func TestSessionManager_MalformedTokenIsNotLookedUp(t *testing.T) {
 	ms, _ := newStore(t)
 	s := &countingSessions{Store: ms}
-	m := newManager(t, s, retail.SessionOptions{})
-	for _, value := range []string{"x", strings.Repeat("A", retail.TokenLen), strings.Repeat("0", retail.TokenLen+1), "../../etc"} {
-		v := get(m, "/", &http.Cookie{Name: retail.DefaultSessionCookie, Value: value})
+	m := newManager(t, s, retailhttp.SessionOptions{})
+	for _, value := range []string{"x", strings.Repeat("A", retailhttp.TokenLen), strings.Repeat("0", retailhttp.TokenLen+1), "../../etc"} {
+		v := get(m, "/", &http.Cookie{Name: retailhttp.DefaultSessionCookie, Value: value})
 		if v.ok || !isCleared(v.resp) {
 			t.Errorf("cookie %q: session %v, cleared %v, want no session, cleared", value, v.ok, isCleared(v.resp))
 		}
@@ -266,7 +267,7 @@ func TestSessionManager_MalformedTokenIsNotLookedUp(t *testing.T) {
 func TestSessionManager_LogoutClearsTheCookieAndTheStore(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
-	m := newManager(t, s, retail.SessionOptions{})
+	m := newManager(t, s, retailhttp.SessionOptions{})
 	sess, c := login(t, m, ctx, "alice")
 	if err := s.AddToCart(ctx, sess.Token, "itemX", 2); err != nil {
 		t.Fatalf("AddToCart = %v", err)
@@ -274,7 +275,7 @@ func TestSessionManager_LogoutClearsTheCookieAndTheStore(t *testing.T) {
 	v := get(m, "/?item=itemX", c)
 
 	rec := httptest.NewRecorder()
-	if err := m.Logout(retail.WithSession(ctx, v.session), rec); err != nil {
+	if err := m.Logout(retailhttp.WithSession(ctx, v.session), rec); err != nil {
 		t.Fatalf("Logout = %v", err)
 	}
 	if !isCleared(rec.Result()) {
@@ -293,7 +294,7 @@ func TestSessionManager_LogoutClearsTheCookieAndTheStore(t *testing.T) {
 
 func TestSessionManager_LogoutWithoutSessionClearsTheCookie(t *testing.T) {
 	s, _ := newStore(t)
-	m := newManager(t, s, retail.SessionOptions{})
+	m := newManager(t, s, retailhttp.SessionOptions{})
 	rec := httptest.NewRecorder()
 	if err := m.Logout(context.Background(), rec); err != nil {
 		t.Errorf("Logout(no session) = %v, want nil", err)
@@ -305,7 +306,7 @@ func TestSessionManager_LogoutWithoutSessionClearsTheCookie(t *testing.T) {
 
 func TestSessionManager_LoginRejectsInvalidUsers(t *testing.T) {
 	s, _ := newStore(t)
-	m := newManager(t, s, retail.SessionOptions{})
+	m := newManager(t, s, retailhttp.SessionOptions{})
 	for _, user := range []string{"", "\xff", strings.Repeat("u", retail.MaxUserLen+1)} {
 		rec := httptest.NewRecorder()
 		if _, err := m.Login(context.Background(), rec, user); !errors.Is(err, retail.ErrInvalid) {
@@ -321,7 +322,7 @@ func TestSessionManager_StoreFailureGoesToTheErrorHandler(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
 	var handled error
-	m := newManager(t, s, retail.SessionOptions{ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+	m := newManager(t, s, retailhttp.SessionOptions{ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 		handled = err
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}})
@@ -331,8 +332,11 @@ func TestSessionManager_StoreFailureGoesToTheErrorHandler(t *testing.T) {
 	if !errors.Is(handled, retail.ErrClosed) || v.resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("request with a closed store: ErrorHandler got %v, status %d, want %v, %d", handled, v.resp.StatusCode, retail.ErrClosed, http.StatusServiceUnavailable)
 	}
+	if _, ok := handled.(*retail.OpError); !ok {
+		t.Errorf("ErrorHandler got %T %q, want the Store's *retail.OpError as the Store returned it", handled, handled)
+	}
 
-	quiet := newManager(t, s, retail.SessionOptions{Logger: (&logRecorder{}).Logger()})
+	quiet := newManager(t, s, retailhttp.SessionOptions{Logger: (&logRecorder{}).Logger()})
 	if v := get(quiet, "/", c); v.resp.StatusCode != http.StatusInternalServerError {
 		t.Errorf("default ErrorHandler status = %d, want %d", v.resp.StatusCode, http.StatusInternalServerError)
 	}
@@ -340,15 +344,53 @@ func TestSessionManager_StoreFailureGoesToTheErrorHandler(t *testing.T) {
 
 func TestNewSessionManager_RejectsInvalidOptions(t *testing.T) {
 	s, _ := newStore(t)
-	for _, opts := range []retail.SessionOptions{
-		{CookieName: "bad name"},
-		{MaxAge: time.Millisecond},
-		{MaxAge: -time.Hour},
-		{SigningKeys: [][]byte{[]byte("short")}},
+	for _, tc := range []struct {
+		opts retailhttp.SessionOptions
+		arg  string // the InputError's Arg
+	}{
+		{retailhttp.SessionOptions{CookieName: "bad name"}, "CookieName"},
+		{retailhttp.SessionOptions{Path: "/a;b"}, "Path"},
+		{retailhttp.SessionOptions{Domain: "bad domain"}, "Domain"},
+		{retailhttp.SessionOptions{MaxAge: time.Millisecond}, "MaxAge"},
+		{retailhttp.SessionOptions{MaxAge: -time.Hour}, "MaxAge"},
+		{retailhttp.SessionOptions{SigningKeys: [][]byte{[]byte("short")}}, "SigningKeys[0]"},
 	} {
-		if _, err := retail.NewSessionManager(s, opts); !errors.Is(err, retail.ErrInvalid) {
-			t.Errorf("NewSessionManager(%+v) = %v, want %v", opts, err, retail.ErrInvalid)
+		_, err := retailhttp.NewSessionManager(s, tc.opts)
+		var ie *retail.InputError
+		if !errors.Is(err, retail.ErrInvalid) || !errors.As(err, &ie) || ie.Arg != tc.arg {
+			t.Errorf("NewSessionManager(%+v) = %v, want an *retail.InputError on %s", tc.opts, err, tc.arg)
 		}
+	}
+}
+
+func TestNewSessionManager_RejectsANilStore(t *testing.T) {
+	m, err := retailhttp.NewSessionManager(nil, retailhttp.SessionOptions{})
+	if m != nil || !errors.Is(err, retail.ErrInvalid) {
+		t.Errorf("NewSessionManager(nil) = %v, %v, want nil, an error matching %v", m, err, retail.ErrInvalid)
+	}
+}
+
+func TestSessionManager_ReturnsStoreErrorsAsTheStoreReturnedThem(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	m := newManager(t, s, retailhttp.SessionOptions{})
+	sess, _ := login(t, m, ctx, "alice")
+	s.Close()
+
+	rec := httptest.NewRecorder()
+	_, loginErr := m.Login(ctx, rec, "bob")
+	logoutErr := m.Logout(retailhttp.WithSession(ctx, sess), httptest.NewRecorder())
+	for _, tc := range []struct {
+		call string
+		err  error
+	}{{"Login", loginErr}, {"Logout", logoutErr}} {
+		// Wrapped once, by the Store: the error is the Store's own.
+		if _, ok := tc.err.(*retail.OpError); !ok || !errors.Is(tc.err, retail.ErrClosed) {
+			t.Errorf("%s with a closed store = %T %v, want the Store's *retail.OpError matching %v", tc.call, tc.err, tc.err, retail.ErrClosed)
+		}
+	}
+	if got := rec.Result().Header["Set-Cookie"]; len(got) != 0 {
+		t.Errorf("failed Login Set-Cookie = %q, want none", got)
 	}
 }
 
@@ -356,7 +398,7 @@ func TestSessionManager_SignedCookiesNeedNoLookup(t *testing.T) {
 	ctx := context.Background()
 	ms, clock := newStore(t)
 	s := &countingSessions{Store: ms}
-	m := newManager(t, s, retail.SessionOptions{SigningKeys: [][]byte{key(1)}, Clock: clock})
+	m := newManager(t, s, retailhttp.SessionOptions{SigningKeys: [][]byte{key(1)}, Clock: clock})
 	sess, c := login(t, m, ctx, "alice")
 	if c.Value == sess.Token || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode {
 		t.Errorf("signed Login cookie = %+v, want a signed value, HttpOnly, SameSite=Lax", c)
@@ -376,7 +418,7 @@ func TestSessionManager_SignedCookiesNeedNoLookup(t *testing.T) {
 func TestSessionManager_SignedCookieTamperedOrExpiredIsNoSession(t *testing.T) {
 	ctx := context.Background()
 	s, clock := newStore(t)
-	m := newManager(t, s, retail.SessionOptions{SigningKeys: [][]byte{key(1)}, Clock: clock, MaxAge: time.Hour})
+	m := newManager(t, s, retailhttp.SessionOptions{SigningKeys: [][]byte{key(1)}, Clock: clock, MaxAge: time.Hour})
 	_, c := login(t, m, ctx, "alice")
 
 	forged := *c
@@ -384,7 +426,7 @@ func TestSessionManager_SignedCookieTamperedOrExpiredIsNoSession(t *testing.T) {
 	if v := get(m, "/", &forged); v.ok || !isCleared(v.resp) {
 		t.Errorf("tampered cookie: session %v, cleared %v, want no session, cleared", v.ok, isCleared(v.resp))
 	}
-	other := newManager(t, s, retail.SessionOptions{SigningKeys: [][]byte{key(9)}, Clock: clock})
+	other := newManager(t, s, retailhttp.SessionOptions{SigningKeys: [][]byte{key(9)}, Clock: clock})
 	_, foreign := login(t, other, ctx, "mallory")
 	if v := get(m, "/", foreign); v.ok {
 		t.Errorf("cookie signed with an unknown key: session %+v, want none", v.session)
@@ -403,8 +445,8 @@ func TestSessionManager_SignedCookieTamperedOrExpiredIsNoSession(t *testing.T) {
 func TestSessionManager_SignedCookiesSurviveKeyRotation(t *testing.T) {
 	ctx := context.Background()
 	s, clock := newStore(t)
-	before := newManager(t, s, retail.SessionOptions{SigningKeys: [][]byte{key(1)}, Clock: clock})
-	after := newManager(t, s, retail.SessionOptions{SigningKeys: [][]byte{key(2), key(1)}, Clock: clock})
+	before := newManager(t, s, retailhttp.SessionOptions{SigningKeys: [][]byte{key(1)}, Clock: clock})
+	after := newManager(t, s, retailhttp.SessionOptions{SigningKeys: [][]byte{key(2), key(1)}, Clock: clock})
 	sess, oldCookie := login(t, before, ctx, "alice")
 	if v := get(after, "/", oldCookie); !v.ok || v.session != sess {
 		t.Errorf("rotated manager, old cookie: %+v, %v, want %+v, true", v.session, v.ok, sess)
@@ -418,14 +460,14 @@ func TestSessionManager_SignedCookiesSurviveKeyRotation(t *testing.T) {
 func TestSessionManager_SignedLogoutEndsTheStoreSession(t *testing.T) {
 	ctx := context.Background()
 	s, clock := newStore(t)
-	m := newManager(t, s, retail.SessionOptions{SigningKeys: [][]byte{key(1)}, Clock: clock})
+	m := newManager(t, s, retailhttp.SessionOptions{SigningKeys: [][]byte{key(1)}, Clock: clock})
 	sess, c := login(t, m, ctx, "alice")
 	if err := s.AddToCart(ctx, sess.Token, "itemX", 1); err != nil {
 		t.Fatalf("AddToCart = %v", err)
 	}
 	v := get(m, "/", c)
 	rec := httptest.NewRecorder()
-	if err := m.Logout(retail.WithSession(ctx, v.session), rec); err != nil {
+	if err := m.Logout(retailhttp.WithSession(ctx, v.session), rec); err != nil {
 		t.Fatalf("Logout = %v", err)
 	}
 	if !isCleared(rec.Result()) {
@@ -455,16 +497,19 @@ func TestItemFromQuery(t *testing.T) {
 		{http.MethodPost, "/?item=itemX", ""},
 	} {
 		r := httptest.NewRequest(tc.method, tc.target, nil)
-		if got := retail.ItemFromQuery(r); got != tc.want {
+		if got := retailhttp.ItemFromQuery(r); got != tc.want {
 			t.Errorf("ItemFromQuery(%s %s) = %q, want %q", tc.method, tc.target, got, tc.want)
 		}
 	}
 }
 
 func ExampleSessionManager() {
-	store := memory.New(memory.Options{})
+	store, err := memory.New(memory.Options{})
+	if err != nil {
+		panic(err)
+	}
 	defer store.Close()
-	sessions, err := retail.NewSessionManager(store, retail.SessionOptions{})
+	sessions, err := retailhttp.NewSessionManager(store, retailhttp.SessionOptions{})
 	if err != nil {
 		panic(err)
 	}
@@ -479,7 +524,7 @@ func ExampleSessionManager() {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 	})
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		if s, ok := retail.SessionFrom(r.Context()); ok {
+		if s, ok := retailhttp.SessionFrom(r.Context()); ok {
 			fmt.Fprintf(w, "hello, %s", s.User)
 			return
 		}

@@ -33,11 +33,7 @@ func BenchmarkStore(b *testing.B) {
 func benchFactory(tg target, cacheTTL time.Duration) conformance.Factory {
 	return func(tb testing.TB, clock retail.Clock) retail.Store {
 		c, prefix := tg.client(tb, rueidis.ClientOption{})
-		s, err := rueidisbackend.New(c, rueidisbackend.Options{Prefix: prefix, Clock: clock, CacheTTL: cacheTTL})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return s
+		return mustNew(tb, c, rueidisbackend.Options{Prefix: prefix, Clock: clock, CacheTTL: cacheTTL})
 	}
 }
 
@@ -46,12 +42,12 @@ func benchFactory(tg target, cacheTTL time.Duration) conformance.Factory {
 // server's used_memory per session for each.
 func BenchmarkMemoryPerSession(b *testing.B) {
 	if server == nil {
-		b.Skip("no Redis server")
+		unavailable(b, "Redis server", serverErr)
 	}
 	const sessions = 100_000
 	measureOnce.Do(func() {
 		c := newClient(b, rueidis.ClientOption{InitAddress: []string{server.Addr()}, ForceSingleClient: true})
-		ours, _ := rueidisbackend.New(c, rueidisbackend.Options{Prefix: uniquePrefix()})
+		ours := mustNew(b, c, rueidisbackend.Options{Prefix: uniquePrefix()})
 		perSession = map[string]float64{}
 		perSession["ours"] = usedMemoryDelta(b, c, func() {
 			parallelDo(sessions, func(i int) error {

@@ -18,37 +18,42 @@ func tag(s string) string {
 	return strings.NewReplacer("%", "%25", "}", "%7D").Replace(s)
 }
 
-// The kinds of a session's keys, in the order the scripts take them.
-const (
-	loginKey = iota
-	seenKey
-	recentKey
-	cartKey
-)
-
-var sessionKinds = [...]string{loginKey: "login", seenKey: "seen", recentKey: "recent", cartKey: "cart"}
-
-// session is the key of one kind of token's session:
+// The kinds of a session's keys, named in its keys:
 //   - login holds the user. It is written only when the user changes, so
 //     client-side caches of it stay valid across page views.
 //   - seen holds the last-seen stamp, written on every view; it lives apart
 //     from login so that views do not invalidate cached logins.
 //   - recent is the list of recently viewed items, newest first.
 //   - cart is the hash item -> count.
-func (k keys) session(kind int, token string) string {
-	return k.prefix + sessionKinds[kind] + ":{" + tag(token) + "}"
+const (
+	loginKind  = "login"
+	seenKind   = "seen"
+	recentKind = "recent"
+	cartKind   = "cart"
+)
+
+// sessionKey is the key of one kind of token's session.
+func (k keys) sessionKey(kind, token string) string {
+	return k.prefix + kind + ":{" + tag(token) + "}"
 }
 
-// sessionKeys are all the keys of a session, indexed by kind, escaping the
-// token once.
-func (k keys) sessionKeys(token string) []string {
+// sessionKeys are the keys of one session.
+type sessionKeys struct{ login, seen, recent, cart string }
+
+// session returns all the keys of token's session, escaping the token once.
+func (k keys) session(token string) sessionKeys {
 	t := ":{" + tag(token) + "}"
-	ks := make([]string, len(sessionKinds))
-	for kind, name := range sessionKinds {
-		ks[kind] = k.prefix + name + t
+	return sessionKeys{
+		login:  k.prefix + loginKind + t,
+		seen:   k.prefix + seenKind + t,
+		recent: k.prefix + recentKind + t,
+		cart:   k.prefix + cartKind + t,
 	}
-	return ks
 }
+
+// all lists the keys in the order the scripts that delete a whole session
+// take them (logoutSession, cleanSessions): login, seen, recent, cart.
+func (sk sessionKeys) all() []string { return []string{sk.login, sk.seen, sk.recent, sk.cart} }
 
 // index is the sorted set token -> last-seen stamp that cleaning reads.
 func (k keys) index() string { return k.prefix + "{sessions}:seen" }

@@ -28,7 +28,7 @@ var (
 func TestMain(m *testing.M) {
 	server, serverErr = redistest.StartServer()
 	cluster, clusterErr = redistest.StartCluster(3)
-	code := m.Run()
+	code := redistest.Main(m)
 	if server != nil {
 		server.Close()
 	}
@@ -42,23 +42,26 @@ func TestMain(m *testing.M) {
 // server, or a real 3-master cluster.
 type target struct {
 	name string
+	// caching is whether the server has client tracking, so that reads are
+	// served from the client-side cache; miniredis has none.
+	caching bool
 	// client returns a client for a fresh, empty keyspace and its prefix.
 	client func(tb testing.TB, opt rueidis.ClientOption) (rueidis.Client, string)
 }
 
 var targets = []target{
-	{"miniredis", miniredisClient},
-	{"redis", func(tb testing.TB, opt rueidis.ClientOption) (rueidis.Client, string) {
+	{"miniredis", false, miniredisClient},
+	{"redis", true, func(tb testing.TB, opt rueidis.ClientOption) (rueidis.Client, string) {
 		if server == nil {
-			redistest.Skip(tb, "no Redis server: "+serverErr.Error())
+			unavailable(tb, "Redis server", serverErr)
 		}
 		opt.InitAddress = []string{server.Addr()}
 		opt.ForceSingleClient = true
 		return newClient(tb, opt), uniquePrefix()
 	}},
-	{"cluster", func(tb testing.TB, opt rueidis.ClientOption) (rueidis.Client, string) {
+	{"cluster", true, func(tb testing.TB, opt rueidis.ClientOption) (rueidis.Client, string) {
 		if cluster == nil {
-			redistest.Skip(tb, "no Redis Cluster: "+clusterErr.Error())
+			unavailable(tb, "Redis Cluster", clusterErr)
 		}
 		opt.InitAddress = cluster.Addrs()
 		c := newClient(tb, opt)
@@ -69,18 +72,39 @@ var targets = []target{
 	}},
 }
 
+// unavailable skips tb if what could not be started is not installed
+// (failing it under RETAIL_REQUIRE_REDIS=1), and fails it if it was there
+// but would not start.
+func unavailable(tb testing.TB, what string, err error) {
+	tb.Helper()
+	if errors.Is(err, redistest.ErrUnavailable) {
+		redistest.Skip(tb, "no "+what+": "+err.Error())
+	}
+	tb.Fatalf("starting a %s: %v", what, err)
+}
+
 // miniredisClient starts a miniredis for each store, so its keyspace is
-// empty. miniredis has no client tracking, so caching is off.
+// empty.
 func miniredisClient(tb testing.TB, opt rueidis.ClientOption) (rueidis.Client, string) {
+	return miniredisClientOf(tb, startMiniredis(tb), opt), rueidisbackend.DefaultPrefix
+}
+
+func startMiniredis(tb testing.TB) *miniredis.Miniredis {
 	mr := miniredis.NewMiniRedis()
 	if err := mr.Start(); err != nil {
 		tb.Fatalf("miniredis: %v", err)
 	}
 	tb.Cleanup(mr.Close)
+	return mr
+}
+
+// miniredisClientOf connects to mr. miniredis has no client tracking, so
+// caching is off.
+func miniredisClientOf(tb testing.TB, mr *miniredis.Miniredis, opt rueidis.ClientOption) rueidis.Client {
 	opt.InitAddress = []string{mr.Addr()}
 	opt.DisableCache = true
 	opt.ForceSingleClient = true
-	return newClient(tb, opt), rueidisbackend.DefaultPrefix
+	return newClient(tb, opt)
 }
 
 func newClient(tb testing.TB, opt rueidis.ClientOption) rueidis.Client {
@@ -118,12 +142,26 @@ func forEachTarget(t *testing.T, f func(t *testing.T, tg target)) {
 }
 
 func TestNew_RejectsBadOptions(t *testing.T) {
-	if _, err := rueidisbackend.New(nil, rueidisbackend.Options{}); !errors.Is(err, rueidisbackend.ErrOptions) {
-		t.Errorf("New(nil) = %v, want ErrOptions", err)
-	}
 	c, _ := miniredisClient(t, rueidis.ClientOption{})
-	if _, err := rueidisbackend.New(c, rueidisbackend.Options{Prefix: "a{b}:"}); !errors.Is(err, rueidisbackend.ErrOptions) {
-		t.Errorf("New(prefix with braces) = %v, want ErrOptions", err)
+	tests := []struct {
+		name   string
+		client rueidis.Client
+		opts   rueidisbackend.Options
+		arg    string
+	}{
+		{"nil client", nil, rueidisbackend.Options{}, "client"},
+		{"prefix with braces", c, rueidisbackend.Options{Prefix: "a{b}:"}, "Prefix"},
+		{"prefix with a closing brace", c, rueidisbackend.Options{Prefix: "a}:"}, "Prefix"},
+		{"negative RecentLimit", c, rueidisbackend.Options{RecentLimit: -1}, "RecentLimit"},
+		{"negative TTLSlack", c, rueidisbackend.Options{TTLSlack: -time.Millisecond}, "TTLSlack"},
+	}
+	for _, tt := range tests {
+		s, err := rueidisbackend.New(tt.client, tt.opts)
+		var inputErr *retail.InputError
+		if s != nil || !errors.Is(err, retail.ErrInvalid) || !errors.As(err, &inputErr) ||
+			inputErr.Op != "rueidisbackend.New" || inputErr.Arg != tt.arg {
+			t.Errorf("New(%s) = %v, %v; want nil and an *retail.InputError for rueidisbackend.New, %s", tt.name, s, err, tt.arg)
+		}
 	}
 }
 

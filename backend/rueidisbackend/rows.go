@@ -6,41 +6,68 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-	"github.com/retailkit/retail"
 )
 
-// ScheduleRowCache implements retail.Rows.
-func (s *Store) ScheduleRowCache(ctx context.Context, row string, delay time.Duration) error {
-	if err := s.begin(ctx, retail.ValidateScheduleRowCache(row, delay)); err != nil {
-		return err
-	}
-	err := s.do(ctx, s.scriptCall(scheduleRow, []string{s.k.schedule(), s.k.delay()},
+// scheduleRow records a row's delay and makes it due now.
+//
+// KEYS: schedule, delay. ARGV: row, delay ms, now ms.
+var scheduleRow = newScript(`
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+return 1
+`)
+
+// ScheduleRowCache implements driver.Store.
+func (s *store) ScheduleRowCache(ctx context.Context, row string, delay time.Duration) error {
+	return s.do(ctx, s.scriptCall(scheduleRow, []string{s.k.schedule(), s.k.delay()},
 		[]string{row, itoa(int(max(delay.Milliseconds(), 0))), itoa(int(s.nowMs()))}))[0].Error()
-	return wrap("ScheduleRowCache", err)
 }
 
-// ClaimDueRows implements retail.Rows. The claim is one script on the {rows}
-// slot; the cached copies of rows it unscheduled live on other slots and are
-// deleted right after, before ClaimDueRows returns.
-func (s *Store) ClaimDueRows(ctx context.Context, limit int) ([]string, error) {
-	if err := s.begin(ctx, retail.ValidateClaimDueRows(limit)); err != nil {
-		return nil, err
-	}
+// claimRows claims up to ARGV[2] due rows, most overdue first, rescheduling
+// each at now + its delay; due rows with no positive delay are unscheduled
+// instead and returned apart, for their cached copies to be deleted.
+//
+// KEYS: schedule, delay. ARGV: now ms, limit. Returns {claimed, unscheduled}.
+var claimRows = newScript(`
+local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+local claimed, dropped = {}, {}
+while #claimed < limit do
+  local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, limit - #claimed)
+  if #due == 0 then break end
+  for _, row in ipairs(due) do
+    local d = tonumber(redis.call('ZSCORE', KEYS[2], row) or '0')
+    if d <= 0 then
+      redis.call('ZREM', KEYS[1], row)
+      redis.call('ZREM', KEYS[2], row)
+      dropped[#dropped + 1] = row
+    else
+      redis.call('ZADD', KEYS[1], string.format('%.17g', now + d), row)
+      claimed[#claimed + 1] = row
+    end
+  end
+end
+return {claimed, dropped}
+`)
+
+// ClaimDueRows implements driver.Store. The claim is one script on the
+// {rows} slot; the cached copies of rows it unscheduled live on other slots
+// and are deleted right after, before ClaimDueRows returns.
+func (s *store) ClaimDueRows(ctx context.Context, limit int) ([]string, error) {
 	res, err := s.do(ctx, s.scriptCall(claimRows, []string{s.k.schedule(), s.k.delay()},
 		[]string{itoa(int(s.nowMs())), itoa(limit)}))[0].ToArray()
 	if err != nil {
-		return nil, wrap("ClaimDueRows", err)
+		return nil, err
 	}
 	if len(res) != 2 {
-		return nil, wrap("ClaimDueRows", errShortReply)
+		return nil, errShortReply
 	}
 	claimed, err := res[0].AsStrSlice()
 	if err != nil {
-		return nil, wrap("ClaimDueRows", err)
+		return nil, err
 	}
 	dropped, err := res[1].AsStrSlice()
 	if err != nil {
-		return nil, wrap("ClaimDueRows", err)
+		return nil, err
 	}
 	if len(dropped) > 0 {
 		calls := make([]call, len(dropped))
@@ -49,7 +76,7 @@ func (s *Store) ClaimDueRows(ctx context.Context, limit int) ([]string, error) {
 		}
 		for i, r := range s.do(ctx, calls...) {
 			if err := r.Error(); err != nil {
-				return nil, wrap("ClaimDueRows", err)
+				return nil, err
 			}
 			s.own.deleted(s.k.row(dropped[i]))
 		}
@@ -60,34 +87,20 @@ func (s *Store) ClaimDueRows(ctx context.Context, limit int) ([]string, error) {
 	return claimed, nil
 }
 
-// Row implements retail.Rows, reading through the client-side cache.
-func (s *Store) Row(ctx context.Context, row string) ([]byte, bool, error) {
-	if err := s.begin(ctx, retail.ValidateRow(row)); err != nil {
+// Row implements driver.Store, reading through the client-side cache.
+func (s *store) Row(ctx context.Context, row string) ([]byte, bool, error) {
+	data, ok, err := s.cachedValue(ctx, s.k.row(row))
+	if !ok {
 		return nil, false, err
 	}
-	msg, err := s.cachedGet(ctx, s.k.row(row))
-	if rueidis.IsRedisNil(err) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, wrap("Row", err)
-	}
-	data, err := msg.AsBytes()
-	if err != nil {
-		return nil, false, wrap("Row", err)
-	}
-	// AsBytes may share memory with the client-side cache: copy.
 	return bytes.Clone(data), true, nil
 }
 
-// SetRow implements retail.Rows.
-func (s *Store) SetRow(ctx context.Context, row string, data []byte) error {
-	if err := s.begin(ctx, retail.ValidateSetRow(row, data)); err != nil {
-		return err
-	}
+// SetRow implements driver.Store.
+func (s *store) SetRow(ctx context.Context, row string, data []byte) error {
 	k := s.k.row(row)
 	if err := s.c.Do(ctx, s.c.B().Set().Key(k).Value(rueidis.BinaryString(data)).Build()).Error(); err != nil {
-		return wrap("SetRow", err)
+		return err
 	}
 	s.own.wrote(k, data)
 	return nil

@@ -3,7 +3,6 @@ package rueidisbackend
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -13,12 +12,18 @@ import (
 
 	"github.com/redis/rueidis"
 	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/driver"
 )
 
 // Defaults for Options.
 const (
-	DefaultPrefix   = "retail:"
+	// DefaultPrefix starts every key unless Options.Prefix says otherwise.
+	DefaultPrefix = "retail:"
+	// DefaultCacheTTL bounds a value's life in the client-side cache.
 	DefaultCacheTTL = time.Minute
+	// DefaultTTLSlack is how long Redis keeps a page's key after the page
+	// ended by the Store's clock: a memory safety net (see Options.TTLSlack).
+	DefaultTTLSlack = time.Minute
 )
 
 // Options configures a Store. The zero value is the book's configuration.
@@ -33,7 +38,7 @@ type Options struct {
 	Clock retail.Clock
 
 	// RecentLimit is how many recently viewed items a session keeps;
-	// retail.DefaultRecentLimit if zero or less.
+	// retail.DefaultRecentLimit if zero. It must not be negative.
 	RecentLimit int
 
 	// CacheTTL bounds how long a value stays in the client-side cache;
@@ -41,18 +46,33 @@ type Options struct {
 	// sooner when the key changes; the TTL only limits memory and the damage
 	// of a lost invalidation. Negative disables client-side caching.
 	CacheTTL time.Duration
+
+	// TTLSlack is how much longer Redis keeps a key with a TTL (a cached
+	// page) than the Store's clock says the entry lives; DefaultTTLSlack if
+	// zero. It must not be negative. The Store's clock alone decides when an
+	// entry ends: the Redis TTL is a memory safety net only, so that keys
+	// nobody reads again are freed. With a clock slower than real time, such
+	// as a test's retail.ManualClock, an entry can lose its key only if it
+	// is held longer than its TTL plus TTLSlack of real time.
+	TTLSlack time.Duration
 }
 
-// Store is a retail.Store on Redis through rueidis. Create one with New; it is
-// safe for concurrent use.
+// Store is a retail.Store on Redis through rueidis. Create one with New; it
+// is safe for concurrent use. Beyond retail.Store it reports CacheStats.
 type Store struct {
+	retail.Store
+	d *store
+}
+
+// store is the driver under Store.
+type store struct {
 	c        rueidis.Client
 	k        keys
 	clock    retail.Clock
 	limit    string // RecentLimit, formatted for scripts
 	cacheTTL time.Duration
+	ttlSlack time.Duration
 	cluster  bool
-	closed   atomic.Bool
 
 	stampMu   sync.Mutex
 	lastStamp float64
@@ -62,50 +82,59 @@ type Store struct {
 	misses atomic.Uint64
 }
 
-var _ retail.Store = (*Store)(nil)
-
-// ErrOptions is matched by the error New returns for invalid Options.
-var ErrOptions = errors.New("rueidisbackend: invalid options")
+var (
+	_ retail.Store = (*Store)(nil)
+	_ driver.Store = (*store)(nil)
+)
 
 // New returns a Store over c. The caller keeps ownership of c: Close does
 // not close it, and c must outlive the Store. For client-side caching, c must
 // be built with caching enabled (the rueidis default); with DisableCache the
-// Store reads from the server every time.
+// Store reads from the server every time. New returns an error matching
+// retail.ErrInvalid (an *retail.InputError) if c is nil or an option is out
+// of range.
 func New(c rueidis.Client, opts Options) (*Store, error) {
-	if c == nil {
-		return nil, fmt.Errorf("%w: nil client", ErrOptions)
+	const op = "rueidisbackend.New"
+	switch {
+	case c == nil:
+		return nil, &retail.InputError{Op: op, Arg: "client", Reason: "nil"}
+	case strings.ContainsAny(opts.Prefix, "{}"):
+		return nil, &retail.InputError{Op: op, Arg: "Prefix", Reason: `contains "{" or "}"`}
+	case opts.RecentLimit < 0:
+		return nil, &retail.InputError{Op: op, Arg: "RecentLimit", Reason: "negative"}
+	case opts.TTLSlack < 0:
+		return nil, &retail.InputError{Op: op, Arg: "TTLSlack", Reason: "negative"}
 	}
 	if opts.Prefix == "" {
 		opts.Prefix = DefaultPrefix
 	}
-	if strings.ContainsAny(opts.Prefix, "{}") {
-		return nil, fmt.Errorf("%w: prefix %q contains a brace", ErrOptions, opts.Prefix)
-	}
 	if opts.Clock == nil {
 		opts.Clock = retail.SystemClock{}
 	}
-	if opts.RecentLimit <= 0 {
+	if opts.RecentLimit == 0 {
 		opts.RecentLimit = retail.DefaultRecentLimit
 	}
 	if opts.CacheTTL == 0 {
 		opts.CacheTTL = DefaultCacheTTL
 	}
-	return &Store{
+	if opts.TTLSlack == 0 {
+		opts.TTLSlack = DefaultTTLSlack
+	}
+	d := &store{
 		c:        c,
 		k:        keys{prefix: opts.Prefix},
 		clock:    opts.Clock,
 		limit:    strconv.Itoa(opts.RecentLimit),
 		cacheTTL: opts.CacheTTL,
+		ttlSlack: opts.TTLSlack,
 		cluster:  c.Mode() == rueidis.ClientModeCluster,
-	}, nil
+	}
+	return &Store{Store: retail.NewStore(d), d: d}, nil
 }
 
-// Close makes every later call return retail.ErrClosed. It does not close
-// the rueidis client, which the caller owns. Close always returns nil.
-func (s *Store) Close() error {
-	s.closed.Store(true)
-	return nil
-}
+// Close implements driver.Store. It releases nothing: the caller owns the
+// rueidis client.
+func (s *store) Close() error { return nil }
 
 // CacheStats counts the Store's reads of cacheable keys (logins, pages,
 // rows): Hits were served from process memory, Misses went to the server.
@@ -115,34 +144,10 @@ type CacheStats struct {
 
 // CacheStats returns the counts since the Store was created.
 func (s *Store) CacheStats() CacheStats {
-	return CacheStats{Hits: s.hits.Load(), Misses: s.misses.Load()}
+	return CacheStats{Hits: s.d.hits.Load(), Misses: s.d.misses.Load()}
 }
 
-// begin gates every call: invalid input, then a done context, then a
-// closed store.
-func (s *Store) begin(ctx context.Context, inputErr error) error {
-	if inputErr != nil {
-		return inputErr
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if s.closed.Load() {
-		return retail.ErrClosed
-	}
-	return nil
-}
-
-// wrap adds the operation to an error from Redis, keeping it reachable
-// through errors.As (a *rueidis.RedisError for errors the server sent).
-func wrap(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("rueidisbackend: %s: %w", op, err)
-}
-
-func (s *Store) nowMs() int64 { return s.clock.Now().UnixMilli() }
+func (s *store) nowMs() int64 { return s.clock.Now().UnixMilli() }
 
 // stampStep is the smallest step between two stamps of this process: a
 // 1/1024 ms, exact in a float64 for Unix milliseconds until the year 2248.
@@ -152,7 +157,7 @@ const stampStep = 1.0 / 1024
 // strictly increasing within this process. Two updates of one session in
 // the same millisecond thus have different stamps, which is what lets a
 // cleaning pass tell that a session was refreshed after it read it.
-func (s *Store) nextStamp() float64 {
+func (s *store) nextStamp() float64 {
 	now := float64(s.nowMs())
 	s.stampMu.Lock()
 	defer s.stampMu.Unlock()
@@ -164,11 +169,25 @@ func formatStamp(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) 
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-var errShortReply = errors.New("unexpected reply shape")
+var errShortReply = errors.New("rueidisbackend: unexpected reply shape")
+
+// cachedValue reads key's value through the client-side cache (see
+// cachedGet); ok is false if there is no key. The bytes may share memory
+// with the cache: callers copy what they return.
+func (s *store) cachedValue(ctx context.Context, key string) (v []byte, ok bool, err error) {
+	msg, err := s.cachedGet(ctx, key)
+	if rueidis.IsRedisNil(err) {
+		return nil, false, nil
+	}
+	if err == nil {
+		v, err = msg.AsBytes()
+	}
+	return v, err == nil, err
+}
 
 // cachedGet reads key through the client-side cache, unless this process
 // wrote key and the cache may not have heard yet (see ownWrites).
-func (s *Store) cachedGet(ctx context.Context, key string) (rueidis.RedisMessage, error) {
+func (s *store) cachedGet(ctx context.Context, key string) (rueidis.RedisMessage, error) {
 	if s.cacheTTL < 0 {
 		return s.c.Do(ctx, s.c.B().Get().Key(key).Build()).ToMessage()
 	}

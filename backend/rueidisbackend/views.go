@@ -5,50 +5,53 @@ import (
 	"strconv"
 
 	"github.com/redis/rueidis"
-	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/driver"
 )
 
-// ItemRank implements retail.Views. Counts change on every view, so ranks are
-// read from the server.
-func (s *Store) ItemRank(ctx context.Context, item string) (int, bool, error) {
-	if err := s.begin(ctx, retail.ValidateItemRank(item)); err != nil {
-		return 0, false, err
-	}
+// ItemRank implements driver.Store. Counts change on every view, so ranks
+// are read from the server.
+func (s *store) ItemRank(ctx context.Context, item string) (int, bool, error) {
 	rank, err := s.c.Do(ctx, s.c.B().Zrank().Key(s.k.viewed()).Member(item).Build()).AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, wrap("ItemRank", err)
+		return 0, false, err
 	}
 	return int(rank), true, nil
 }
 
-// TopItems implements retail.Views.
-func (s *Store) TopItems(ctx context.Context, n int) ([]retail.ItemViews, error) {
-	if err := s.begin(ctx, retail.ValidateTopItems(n)); err != nil {
-		return nil, err
-	}
+// TopItems implements driver.Store.
+func (s *store) TopItems(ctx context.Context, n int) ([]driver.ItemViews, error) {
 	if n == 0 {
-		return []retail.ItemViews{}, nil
+		return []driver.ItemViews{}, nil // ZRANGE 0 -1 would be everything
 	}
 	zs, err := s.c.Do(ctx, s.c.B().Zrange().Key(s.k.viewed()).Min("0").Max(itoa(n-1)).Withscores().Build()).AsZScores()
 	if err != nil {
-		return nil, wrap("TopItems", err)
+		return nil, err
 	}
-	top := make([]retail.ItemViews, len(zs))
+	top := make([]driver.ItemViews, len(zs))
 	for i, z := range zs {
-		top[i] = retail.ItemViews{Item: z.Member, Views: -z.Score}
+		top[i] = driver.ItemViews{Item: z.Member, Views: -z.Score}
 	}
 	return top, nil
 }
 
-// RescaleViews implements retail.Views.
-func (s *Store) RescaleViews(ctx context.Context, keep int, factor float64) error {
-	if err := s.begin(ctx, retail.ValidateRescaleViews(keep, factor)); err != nil {
-		return err
-	}
-	err := s.do(ctx, s.scriptCall(rescaleViews, []string{s.k.viewed()},
+// rescaleViews keeps the ARGV[1] most viewed items and multiplies the
+// counts by ARGV[2]. ZINTERSTORE of the set with itself is the book's way to
+// scale every score at once on the server.
+//
+// KEYS: viewed.
+var rescaleViews = newScript(`
+redis.call('ZREMRANGEBYRANK', KEYS[1], ARGV[1], -1)
+if ARGV[2] ~= '1' then
+  redis.call('ZINTERSTORE', KEYS[1], 1, KEYS[1], 'WEIGHTS', ARGV[2])
+end
+return 1
+`)
+
+// RescaleViews implements driver.Store.
+func (s *store) RescaleViews(ctx context.Context, keep int, factor float64) error {
+	return s.do(ctx, s.scriptCall(rescaleViews, []string{s.k.viewed()},
 		[]string{itoa(keep), strconv.FormatFloat(factor, 'g', -1, 64)}))[0].Error()
-	return wrap("RescaleViews", err)
 }

@@ -137,13 +137,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, s)
 	}
 	errs := &errorLog{print: printErr}
-	s := newSim(store, cfg.items, errs.log)
+	s, err := newSim(store, cfg.items, errs.log)
+	if err != nil {
+		return err
+	}
 
 	if err := scheduleRows(ctx, store, s.items, rowDelay); err != nil {
 		return fmt.Errorf("scheduling rows: %w", err)
 	}
 	workCtx, stopWorkers := context.WithCancel(context.Background())
-	workers := startWorkers(workCtx, store, cfg, logger)
+	defer stopWorkers()
+	workers, err := startWorkers(workCtx, store, cfg, logger)
+	if err != nil {
+		return err
+	}
 
 	res := simulate(ctx, s, cfg, stdout, &out)
 
@@ -248,23 +255,25 @@ func scheduleRows(ctx context.Context, store retail.Store, items []string, delay
 }
 
 // startWorkers runs the book's three background loops until ctx ends.
-func startWorkers(ctx context.Context, store retail.Store, cfg config, logger *slog.Logger) *sync.WaitGroup {
+func startWorkers(ctx context.Context, store retail.Store, cfg config, logger *slog.Logger) (*sync.WaitGroup, error) {
 	load := func(_ context.Context, id string) (any, error) {
 		return json.RawMessage(`{"id":"` + id + `","price":1999,"stock":42}`), nil
 	}
+	cleaner, errC := retail.NewSessionCleaner(store, retail.SessionCleanerOptions{Keep: cfg.keep, Logger: logger})
+	cacher, errR := retail.NewRowCacher(store, load, retail.RowCacherOptions{Logger: logger})
+	rescaler, errV := retail.NewViewRescaler(store, retail.ViewRescalerOptions{Every: cfg.rescale, Logger: logger})
+	if err := errors.Join(errC, errR, errV); err != nil {
+		return nil, err
+	}
 	var wg sync.WaitGroup
-	for _, w := range []interface{ Run(context.Context) error }{
-		retail.NewSessionCleaner(store, retail.SessionCleanerOptions{Keep: cfg.keep, Logger: logger}),
-		retail.NewRowCacher(store, load, retail.RowCacherOptions{Logger: logger}),
-		retail.NewViewRescaler(store, retail.ViewRescalerOptions{Every: cfg.rescale, Logger: logger}),
-	} {
+	for _, w := range []interface{ Run(context.Context) error }{cleaner, cacher, rescaler} {
 		wg.Go(func() {
 			if err := w.Run(ctx); err != nil {
 				logger.Error("loadgen: worker stopped", "err", err)
 			}
 		})
 	}
-	return &wg
+	return &wg, nil
 }
 
 // cleanupStore deletes what a run left in a Store that outlives it:

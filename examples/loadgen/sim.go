@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/retailhttp"
 )
 
 // The shape of a visit to the Fake Web Retailer.
@@ -35,8 +36,12 @@ type sim struct {
 	errLog func(op, error)
 }
 
-func newSim(store retail.Store, items int, errLog func(op, error)) *sim {
-	s := &sim{store: store, pages: &retail.PageCache{Store: store}, errLog: errLog}
+func newSim(store retail.Store, items int, errLog func(op, error)) (*sim, error) {
+	pages, err := retail.NewPageCache(store, retail.PageCacheOptions{})
+	if err != nil {
+		return nil, err
+	}
+	s := &sim{store: store, pages: pages, errLog: errLog}
 	for i := range items {
 		id := fmt.Sprintf("item-%05d", i)
 		s.items = append(s.items, id)
@@ -46,7 +51,7 @@ func newSim(store retail.Store, items int, errLog func(op, error)) *sim {
 	for i := range s.page {
 		s.page[i] = 'a' + byte(i%26)
 	}
-	return s
+	return s, nil
 }
 
 // user is one simulated browser: it records what it measures in its own
@@ -180,9 +185,9 @@ func (u *user) render(item string) func(context.Context) ([]byte, error) {
 	}
 }
 
-// newToken returns a session token as retail.SessionManager makes them.
+// newToken returns a session token as retailhttp.SessionManager makes them.
 func newToken() string {
-	var b [retail.TokenLen / 2]byte
+	var b [retailhttp.TokenLen / 2]byte
 	crand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }

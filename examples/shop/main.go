@@ -143,11 +143,17 @@ func startWorkers(ctx context.Context, store retail.Store, cat catalog, logger *
 		}
 		return it, nil
 	}
+	cleaner, errC := retail.NewSessionCleaner(store, retail.SessionCleanerOptions{Logger: logger})
+	cacher, errR := retail.NewRowCacher(store, load, retail.RowCacherOptions{Logger: logger})
+	rescaler, errV := retail.NewViewRescaler(store, retail.ViewRescalerOptions{Logger: logger})
+	if err := errors.Join(errC, errR, errV); err != nil {
+		return nil, err
+	}
 	var wg sync.WaitGroup
 	for name, w := range map[string]interface{ Run(context.Context) error }{
-		"session cleaner": retail.NewSessionCleaner(store, retail.SessionCleanerOptions{Logger: logger}),
-		"row cacher":      retail.NewRowCacher(store, load, retail.RowCacherOptions{Logger: logger}),
-		"view rescaler":   retail.NewViewRescaler(store, retail.ViewRescalerOptions{Logger: logger}),
+		"session cleaner": cleaner,
+		"row cacher":      cacher,
+		"view rescaler":   rescaler,
 	} {
 		wg.Go(func() {
 			if err := w.Run(ctx); err != nil {

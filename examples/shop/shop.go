@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/retailhttp"
 )
 
 //go:embed templates.html
@@ -33,7 +34,7 @@ const maxCount = 99
 type shop struct {
 	store    retail.Store
 	catalog  catalog
-	sessions *retail.SessionManager
+	sessions *retailhttp.SessionManager
 	log      *slog.Logger
 }
 
@@ -55,7 +56,7 @@ func newShop(store retail.Store, cat catalog, opts shopOptions) (http.Handler, e
 		opts.Logger = slog.Default()
 	}
 	s := &shop{store: store, catalog: cat, log: opts.Logger}
-	sessionOpts := retail.SessionOptions{
+	sessionOpts := retailhttp.SessionOptions{
 		Secure: opts.Secure,
 		Item:   s.viewedItem,
 		Logger: opts.Logger,
@@ -63,12 +64,19 @@ func newShop(store retail.Store, cat catalog, opts shopOptions) (http.Handler, e
 	if len(opts.SigningKey) > 0 {
 		sessionOpts.SigningKeys = [][]byte{opts.SigningKey}
 	}
-	sessions, err := retail.NewSessionManager(store, sessionOpts)
+	sessions, err := retailhttp.NewSessionManager(store, sessionOpts)
 	if err != nil {
 		return nil, err
 	}
 	s.sessions = sessions
-	pages := retail.NewPageMiddleware(&retail.PageCache{Store: store}, retail.PageMiddlewareOptions{Logger: opts.Logger})
+	cache, err := retail.NewPageCache(store, retail.PageCacheOptions{})
+	if err != nil {
+		return nil, err
+	}
+	pages, err := retailhttp.NewPageMiddleware(cache, retailhttp.PageMiddlewareOptions{Logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.home)
@@ -90,7 +98,7 @@ func (s *shop) viewedItem(r *http.Request) string {
 	if r.URL.Path != "/item" {
 		return ""
 	}
-	id := retail.ItemFromQuery(r)
+	id := retailhttp.ItemFromQuery(r)
 	if _, ok := s.catalog[id]; !ok {
 		return ""
 	}
@@ -126,7 +134,7 @@ func price(cents int) string { return fmt.Sprintf("$%d.%02d", cents/100, cents%1
 // personal: they say so, and the page cache skips them anyway.
 func (s *shop) common(w http.ResponseWriter, r *http.Request, title string) (common, error) {
 	c := common{Title: title, Rendered: time.Now().Format(time.TimeOnly)}
-	sess, ok := retail.SessionFrom(r.Context())
+	sess, ok := retailhttp.SessionFrom(r.Context())
 	if !ok {
 		return c, nil
 	}
@@ -200,7 +208,7 @@ func (s *shop) item(w http.ResponseWriter, r *http.Request) {
 	p := itemPage{common: c, Item: s.link(id)}
 	p.Item.Name, p.Item.Price = it.Name, price(it.Cents)
 	p.About = it.About
-	if sess, ok := retail.SessionFrom(ctx); ok {
+	if sess, ok := retailhttp.SessionFrom(ctx); ok {
 		p.InCart = c.cart[id]
 		recent, err := s.store.RecentItems(ctx, sess.Token)
 		if err != nil {
@@ -246,7 +254,7 @@ func (s *shop) cart(w http.ResponseWriter, r *http.Request) {
 		Lines []line
 		Total string
 	}
-	if _, ok := retail.SessionFrom(r.Context()); !ok {
+	if _, ok := retailhttp.SessionFrom(r.Context()); !ok {
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 		return
 	}
@@ -274,7 +282,7 @@ func (s *shop) cart(w http.ResponseWriter, r *http.Request) {
 // add_to_cart, where a count of zero removes the line.
 func (s *shop) setCartLine(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	sess, ok := retail.SessionFrom(ctx)
+	sess, ok := retailhttp.SessionFrom(ctx)
 	if !ok {
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 		return

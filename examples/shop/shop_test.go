@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/backend/memory"
+	"github.com/retailkit/retail/retailhttp"
 )
 
 // waitLimit bounds every wait in these tests: a watchdog, not a
@@ -43,7 +44,10 @@ var modes = []struct {
 // newTestShop serves a shop over a fresh memory store.
 func newTestShop(t *testing.T, opts shopOptions) *testShop {
 	t.Helper()
-	store := memory.New(memory.Options{})
+	store, err := memory.New(memory.Options{})
+	if err != nil {
+		t.Fatalf("memory.New() = %v", err)
+	}
 	t.Cleanup(func() { store.Close() })
 	return newTestShopOn(t, store, opts)
 }
@@ -123,7 +127,7 @@ func (v *visitor) setCartLine(id, count, from string) page {
 func (v *visitor) sessionCookie() (*http.Cookie, bool) {
 	u, _ := url.Parse(v.shop.url)
 	for _, c := range v.client.Jar.Cookies(u) {
-		if c.Name == retail.DefaultSessionCookie {
+		if c.Name == retailhttp.DefaultSessionCookie {
 			return c, true
 		}
 	}

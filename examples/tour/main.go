@@ -30,7 +30,10 @@ func main() {
 // on every run.
 func run(ctx context.Context, w io.Writer) error {
 	clock := retail.NewManualClock(time.Date(2026, 1, 2, 9, 0, 0, 0, time.UTC))
-	store := memory.New(memory.Options{Clock: clock})
+	store, err := memory.New(memory.Options{Clock: clock})
+	if err != nil {
+		return err
+	}
 	defer store.Close()
 
 	// Sessions: a token cookie maps to a user; every request refreshes it.
@@ -81,7 +84,10 @@ func run(ctx context.Context, w io.Writer) error {
 	for rank, iv := range top {
 		fmt.Fprintf(w, "rank %d: %s (%v views)\n", rank, iv.Item, iv.Views)
 	}
-	pages := &retail.PageCache{Store: store}
+	pages, err := retail.NewPageCache(store, retail.PageCacheOptions{})
+	if err != nil {
+		return err
+	}
 	renders := 0
 	render := func(context.Context) ([]byte, error) {
 		renders++

@@ -280,3 +280,29 @@ func TestStartServer_MovesOnWhenPortTaken(t *testing.T) {
 	}
 	requirePong(t, other.Addr())
 }
+
+func TestSkipSummary_CountsSkipsAndNamesReasons(t *testing.T) {
+	t.Setenv(envRequire, "") // so that Skip skips rather than fails
+	skips.Lock()
+	saved := skips.n
+	savedReasons := skips.reasons
+	skips.n, skips.reasons = 0, nil
+	skips.Unlock()
+	t.Cleanup(func() {
+		skips.Lock()
+		skips.n, skips.reasons = saved, savedReasons
+		skips.Unlock()
+	})
+	if got := skipSummary(); got != "" {
+		t.Fatalf("skipSummary() with no skips = %q, want \"\"", got)
+	}
+	for _, reason := range []string{"no server", "no cluster", "no server"} {
+		t.Run("", func(t *testing.T) { Skip(t, reason) })
+	}
+	got := skipSummary()
+	for _, want := range []string{"skipped 3 tests that need Redis", "(no server; no cluster)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("skipSummary() = %q, want it to contain %q", got, want)
+		}
+	}
+}

@@ -27,7 +27,10 @@ type Options struct {
 // "Redis Cluster") and a function that closes the Store and its client.
 func Open(addrs []string, opts Options) (store retail.Store, name string, closeFn func(), err error) {
 	if len(addrs) == 0 {
-		s := memory.New(memory.Options{})
+		s, err := memory.New(memory.Options{})
+		if err != nil {
+			return nil, "", nil, err
+		}
 		return s, "memory", func() { s.Close() }, nil
 	}
 	check := opts.CheckAddr

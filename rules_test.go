@@ -1,4 +1,4 @@
-package conformance
+package retail_test
 
 import (
 	"context"
@@ -6,22 +6,21 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/retailkit/retail"
 )
 
-var errorTests = []behaviour{
-	{name: "InvalidInput", cases: invalidInputCases},
-	{name: "CanceledContext", cases: canceledCases},
-	{name: "Closed", cases: closedCases},
-	{name: "Close_TwiceReturnsNil", test: testCloseTwice},
-}
+// The input rules, case by case, through retail.NewStore over a driver that
+// records its calls (fakedriver_test.go): every invalid argument is refused
+// with an *InputError naming the method and the argument, and never reaches
+// the driver; the edges of each rule are accepted and reach it unchanged.
 
-// call is one Store call made by an error test: op and arg name the
-// method and the argument it breaks (as in retail.InputError), desc prints
-// the call.
-type call struct {
+// invalidCall is one Store call with an argument that breaks the input
+// rules: op and arg are the InputError's, desc prints the call.
+type invalidCall struct {
 	name string
 	op   string
 	arg  string
@@ -29,20 +28,7 @@ type call struct {
 	do   func(ctx context.Context, s retail.Store) error
 }
 
-// show prints an argument for desc, eliding long ones.
-func show(s string) string {
-	if len(s) > 40 {
-		return fmt.Sprintf("<%d bytes>", len(s))
-	}
-	return fmt.Sprintf("%q", s)
-}
-
 type badValue struct{ name, value string }
-
-type badCount struct {
-	name  string
-	count int
-}
 
 // badIDs break the rule for tokens, items and row ids; badKeys the one for
 // page keys; badUsers the one for users.
@@ -67,13 +53,19 @@ var (
 	}
 )
 
-func invalidInputCases() []behaviour {
-	var calls []call
-	add := func(name, op, arg, desc string, do func(context.Context, retail.Store) error) {
-		calls = append(calls, call{name: op + "_" + name, op: op, arg: arg, desc: desc, do: do})
+// show prints an argument for desc, eliding long ones.
+func show(s string) string {
+	if len(s) > 40 {
+		return fmt.Sprintf("<%d bytes>", len(s))
 	}
-	// Where another argument is valid, it names something seeded, so a
-	// write slipping through would show.
+	return fmt.Sprintf("%q", s)
+}
+
+func invalidCalls() []invalidCall {
+	var calls []invalidCall
+	add := func(name, op, arg, desc string, do func(context.Context, retail.Store) error) {
+		calls = append(calls, invalidCall{name: op + "_" + name, op: op, arg: arg, desc: desc, do: do})
+	}
 	for _, b := range badIDs {
 		v := b.value
 		add("Token"+b.name, "CheckToken", "token", "CheckToken("+show(v)+")",
@@ -128,14 +120,15 @@ func invalidInputCases() []behaviour {
 			})
 	}
 	// Counts above MaxCartCount exist only where int is wider than 32 bits.
-	var counts []badCount
 	if math.MaxInt > retail.MaxCartCount {
 		over := int64(retail.MaxCartCount) + 1
-		counts = []badCount{{"CountAboveMax", int(over)}, {"CountMaxInt", math.MaxInt}}
-	}
-	for _, c := range counts {
-		add(c.name, "AddToCart", "count", fmt.Sprintf(`AddToCart("tok-a", "item-1", %d)`, c.count),
-			func(ctx context.Context, s retail.Store) error { return s.AddToCart(ctx, "tok-a", "item-1", c.count) })
+		for _, c := range []struct {
+			name  string
+			count int
+		}{{"CountAboveMax", int(over)}, {"CountMaxInt", math.MaxInt}} {
+			add(c.name, "AddToCart", "count", fmt.Sprintf(`AddToCart("tok-a", "item-1", %d)`, c.count),
+				func(ctx context.Context, s retail.Store) error { return s.AddToCart(ctx, "tok-a", "item-1", c.count) })
+		}
 	}
 	big := make([]byte, retail.MaxPageSize+1)
 	add("BodyTooLarge", "SetPage", "body", fmt.Sprintf(`SetPage("page-a", <%d bytes>, 1m)`, len(big)),
@@ -189,140 +182,87 @@ func invalidInputCases() []behaviour {
 		add(c.name, "RescaleViews", "factor", fmt.Sprintf("RescaleViews(1, %v)", c.factor),
 			func(ctx context.Context, s retail.Store) error { return s.RescaleViews(ctx, 1, c.factor) })
 	}
-
-	cases := make([]behaviour, len(calls))
-	for i, c := range calls {
-		cases[i] = behaviour{name: c.name, test: func(h *harness) { testInvalidInput(h, c) }}
-	}
-	return cases
+	return calls
 }
 
-func testInvalidInput(h *harness, c call) {
-	seed(h)
-	before := h.state()
-	err := c.do(h.ctx, h.s)
-	if !errors.Is(err, retail.ErrInvalid) {
-		h.t.Fatalf("%s = %v, want an error matching ErrInvalid", c.desc, err)
-	}
-	var ie *retail.InputError
-	if !errors.As(err, &ie) {
-		h.t.Errorf("%s = %v (%T), want an error wrapping *retail.InputError", c.desc, err, err)
-	} else if ie.Op != c.op || ie.Arg != c.arg {
-		h.t.Errorf("%s = InputError{Op: %q, Arg: %q}, want Op %q, Arg %q", c.desc, ie.Op, ie.Arg, c.op, c.arg)
-	}
-	h.wantUnchanged(before, c.desc)
-}
-
-// validCalls are one call of every Store method but Close, with arguments
-// that would change the seeded store if the call went through.
-func validCalls() []call {
-	return []call{
-		{op: "CheckToken", desc: `CheckToken("tok-a")`, do: func(ctx context.Context, s retail.Store) error {
-			_, _, err := s.CheckToken(ctx, "tok-a")
-			return err
-		}},
-		{op: "UpdateToken", desc: `UpdateToken("tok-a", "mallory", "item-3")`, do: func(ctx context.Context, s retail.Store) error {
-			return s.UpdateToken(ctx, "tok-a", "mallory", "item-3")
-		}},
-		{op: "RecentItems", desc: `RecentItems("tok-a")`, do: func(ctx context.Context, s retail.Store) error {
-			_, err := s.RecentItems(ctx, "tok-a")
-			return err
-		}},
-		{op: "Logout", desc: `Logout("tok-a")`, do: func(ctx context.Context, s retail.Store) error {
-			return s.Logout(ctx, "tok-a")
-		}},
-		{op: "SessionCount", desc: "SessionCount()", do: func(ctx context.Context, s retail.Store) error {
-			_, err := s.SessionCount(ctx)
-			return err
-		}},
-		{op: "CleanSessions", desc: "CleanSessions(0, 100)", do: func(ctx context.Context, s retail.Store) error {
-			_, err := s.CleanSessions(ctx, 0, 100)
-			return err
-		}},
-		{op: "AddToCart", desc: `AddToCart("tok-a", "item-2", 5)`, do: func(ctx context.Context, s retail.Store) error {
-			return s.AddToCart(ctx, "tok-a", "item-2", 5)
-		}},
-		{op: "Cart", desc: `Cart("tok-a")`, do: func(ctx context.Context, s retail.Store) error {
-			_, err := s.Cart(ctx, "tok-a")
-			return err
-		}},
-		{op: "Page", desc: `Page("page-a")`, do: func(ctx context.Context, s retail.Store) error {
-			_, _, err := s.Page(ctx, "page-a")
-			return err
-		}},
-		{op: "SetPage", desc: `SetPage("page-a", "changed", 1m)`, do: func(ctx context.Context, s retail.Store) error {
-			return s.SetPage(ctx, "page-a", []byte("changed"), time.Minute)
-		}},
-		{op: "ScheduleRowCache", desc: `ScheduleRowCache("row-a", -1ns)`, do: func(ctx context.Context, s retail.Store) error {
-			return s.ScheduleRowCache(ctx, "row-a", -1)
-		}},
-		{op: "ClaimDueRows", desc: "ClaimDueRows(10)", do: func(ctx context.Context, s retail.Store) error {
-			_, err := s.ClaimDueRows(ctx, 10)
-			return err
-		}},
-		{op: "Row", desc: `Row("row-a")`, do: func(ctx context.Context, s retail.Store) error {
-			_, _, err := s.Row(ctx, "row-a")
-			return err
-		}},
-		{op: "SetRow", desc: `SetRow("row-a", "changed")`, do: func(ctx context.Context, s retail.Store) error {
-			return s.SetRow(ctx, "row-a", []byte("changed"))
-		}},
-		{op: "ItemRank", desc: `ItemRank("item-1")`, do: func(ctx context.Context, s retail.Store) error {
-			_, _, err := s.ItemRank(ctx, "item-1")
-			return err
-		}},
-		{op: "TopItems", desc: "TopItems(10)", do: func(ctx context.Context, s retail.Store) error {
-			_, err := s.TopItems(ctx, 10)
-			return err
-		}},
-		{op: "RescaleViews", desc: "RescaleViews(0, 0.5)", do: func(ctx context.Context, s retail.Store) error {
-			return s.RescaleViews(ctx, 0, 0.5)
-		}},
-	}
-}
-
-func canceledCases() []behaviour {
-	var cases []behaviour
-	for _, c := range validCalls() {
-		cases = append(cases, behaviour{name: c.op, test: func(h *harness) {
-			seed(h)
-			before := h.state()
-			ctx, cancel := context.WithCancel(h.ctx)
-			cancel()
-			if err := c.do(ctx, h.s); !errors.Is(err, context.Canceled) {
-				h.t.Errorf("%s with a canceled context = %v, want an error matching context.Canceled", c.desc, err)
+func TestStore_InvalidInputNeverReachesDriver(t *testing.T) {
+	for _, c := range invalidCalls() {
+		t.Run(c.name, func(t *testing.T) {
+			d := &fakeDriver{}
+			err := c.do(t.Context(), retail.NewStore(d))
+			wantInputError(t, c.desc, err, c.op, c.arg)
+			var oe *retail.OpError
+			if errors.As(err, &oe) {
+				t.Errorf("%s = %v, want the *InputError itself, not wrapped in an *OpError", c.desc, err)
 			}
-			h.wantUnchanged(before, c.desc+" with a canceled context")
-		}})
+			wantNoDriverCalls(t, d, c.desc)
+		})
 	}
-	return cases
 }
 
-func closedCases() []behaviour {
-	var cases []behaviour
-	for _, c := range validCalls() {
-		cases = append(cases, behaviour{name: c.op, test: func(h *harness) {
-			seed(h)
-			if err := h.s.Close(); err != nil {
-				h.t.Fatalf("Close() = %v, want nil", err)
-			}
-			if err := c.do(h.ctx, h.s); !errors.Is(err, retail.ErrClosed) {
-				h.t.Errorf("%s after Close = %v, want an error matching ErrClosed", c.desc, err)
-			}
-		}})
+// TestStore_AcceptsLimits makes calls with arguments at the edges of the
+// input rules: each reaches the driver as it was made.
+func TestStore_AcceptsLimits(t *testing.T) {
+	ctx := t.Context()
+	id := strings.Repeat("i", retail.MaxIDLen)
+	user := strings.Repeat("é", retail.MaxUserLen/2)
+	key := strings.Repeat("k", retail.MaxPageKeyLen)
+	d := &fakeDriver{}
+	s := retail.NewStore(d)
+	var errs []error
+	call := func(err error) { errs = append(errs, err) }
+	call(s.UpdateToken(ctx, id, user, id))
+	call(s.UpdateToken(ctx, "t", "u", ""))                          // no item viewed
+	call(s.UpdateToken(ctx, "\xff", "line\nbreak\x00", "a:{b}* ü")) // not controls, or not UTF-8 rules
+	call(s.AddToCart(ctx, id, id, retail.MaxCartCount))
+	call(s.AddToCart(ctx, "t", "i", math.MinInt)) // removes the line
+	call(s.SetPage(ctx, key, make([]byte, retail.MaxPageSize), retail.MaxPageTTL))
+	call(s.SetPage(ctx, "k", nil, retail.MinDuration))
+	call(s.ScheduleRowCache(ctx, id, retail.MaxRowDelay))
+	call(s.ScheduleRowCache(ctx, "r", retail.MinDuration))
+	call(s.ScheduleRowCache(ctx, "r", 0))             // unschedules
+	call(s.ScheduleRowCache(ctx, "r", math.MinInt64)) // unschedules
+	call(s.SetRow(ctx, id, make([]byte, retail.MaxRowSize)))
+	_, err := s.CleanSessions(ctx, 0, 0)
+	call(err)
+	_, err = s.CleanSessions(ctx, math.MaxInt, math.MaxInt)
+	call(err)
+	_, err = s.ClaimDueRows(ctx, 1)
+	call(err)
+	_, err = s.ClaimDueRows(ctx, retail.MaxClaimRows)
+	call(err)
+	_, err = s.TopItems(ctx, 0)
+	call(err)
+	_, err = s.TopItems(ctx, retail.MaxTopItems)
+	call(err)
+	call(s.RescaleViews(ctx, 0, 1))
+	call(s.RescaleViews(ctx, math.MaxInt, math.SmallestNonzeroFloat64))
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("calls at the limits = %v, want nil errors", err)
 	}
-	return cases
-}
-
-func testCloseTwice(h *harness) {
-	seed(h)
-	if err := h.s.Close(); err != nil {
-		h.t.Errorf("Close() = %v, want nil", err)
+	want := []string{
+		`UpdateToken(<256 bytes>, <1024 bytes>, <256 bytes>)`,
+		`UpdateToken("t", "u", "")`,
+		`UpdateToken("\xff", "line\nbreak\x00", "a:{b}* ü")`,
+		fmt.Sprintf(`AddToCart(<256 bytes>, <256 bytes>, %d)`, retail.MaxCartCount),
+		fmt.Sprintf(`AddToCart("t", "i", %d)`, math.MinInt),
+		fmt.Sprintf(`SetPage(<2048 bytes>, <%d bytes>, %v)`, retail.MaxPageSize, retail.MaxPageTTL),
+		`SetPage("k", <0 bytes>, 1ms)`,
+		fmt.Sprintf(`ScheduleRowCache(<256 bytes>, %v)`, retail.MaxRowDelay),
+		`ScheduleRowCache("r", 1ms)`,
+		`ScheduleRowCache("r", 0s)`,
+		fmt.Sprintf(`ScheduleRowCache("r", %v)`, time.Duration(math.MinInt64)),
+		fmt.Sprintf(`SetRow(<256 bytes>, <%d bytes>)`, retail.MaxRowSize),
+		`CleanSessions(0, 0)`,
+		fmt.Sprintf(`CleanSessions(%d, %d)`, math.MaxInt, math.MaxInt),
+		`ClaimDueRows(1)`,
+		fmt.Sprintf(`ClaimDueRows(%d)`, retail.MaxClaimRows),
+		`TopItems(0)`,
+		fmt.Sprintf(`TopItems(%d)`, retail.MaxTopItems),
+		`RescaleViews(0, 1)`,
+		fmt.Sprintf(`RescaleViews(%d, %v)`, math.MaxInt, math.SmallestNonzeroFloat64),
 	}
-	if err := h.s.Close(); err != nil {
-		h.t.Errorf("second Close() = %v, want nil", err)
-	}
-	if _, err := h.s.SessionCount(h.ctx); !errors.Is(err, retail.ErrClosed) {
-		h.t.Errorf("SessionCount() after two Closes = %v, want an error matching ErrClosed", err)
+	if diff := cmp.Diff(want, d.recorded()); diff != "" {
+		t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
 	}
 }

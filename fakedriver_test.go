@@ -1,0 +1,157 @@
+package retail_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/retailkit/retail/driver"
+)
+
+// fakeDriver is a driver.Store that records every call and answers with the
+// results set in it.
+type fakeDriver struct {
+	// err, if set, is what every method returns, Close included.
+	err error
+	// noSession makes AddToCart report found == false.
+	noSession bool
+	// What the lookups return.
+	user    string
+	ok      bool
+	items   []string
+	count   int
+	cart    map[string]int
+	data    []byte
+	rows    []string
+	rank    int
+	top     []driver.ItemViews
+	removed int
+
+	mu     sync.Mutex
+	calls  []string // every call but Close, as "Op(args)"
+	closes int
+}
+
+var _ driver.Store = (*fakeDriver)(nil)
+
+// record notes a call with its arguments, each shown by arg.
+func (d *fakeDriver) record(op string, args ...any) error {
+	shown := make([]string, len(args))
+	for i, a := range args {
+		shown[i] = arg(a)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls = append(d.calls, op+"("+strings.Join(shown, ", ")+")")
+	return d.err
+}
+
+// arg shows an argument in a recorded call: short strings quoted, long ones
+// and byte slices by their length.
+func arg(a any) string {
+	switch v := a.(type) {
+	case string:
+		if len(v) > 40 {
+			return fmt.Sprintf("<%d bytes>", len(v))
+		}
+		return fmt.Sprintf("%q", v)
+	case []byte:
+		return fmt.Sprintf("<%d bytes>", len(v))
+	}
+	return fmt.Sprint(a)
+}
+
+func (d *fakeDriver) recorded() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.calls...)
+}
+
+func (d *fakeDriver) closed() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.closes
+}
+
+func (d *fakeDriver) CheckToken(_ context.Context, token string) (string, bool, error) {
+	return d.user, d.ok, d.record("CheckToken", token)
+}
+
+func (d *fakeDriver) UpdateToken(_ context.Context, token, user, item string) error {
+	return d.record("UpdateToken", token, user, item)
+}
+
+func (d *fakeDriver) RecentItems(_ context.Context, token string) ([]string, error) {
+	return d.items, d.record("RecentItems", token)
+}
+
+func (d *fakeDriver) Logout(_ context.Context, token string) error {
+	return d.record("Logout", token)
+}
+
+func (d *fakeDriver) SessionCount(context.Context) (int, error) {
+	return d.count, d.record("SessionCount")
+}
+
+func (d *fakeDriver) CleanSessions(_ context.Context, keep, max int) (int, error) {
+	return d.removed, d.record("CleanSessions", keep, max)
+}
+
+func (d *fakeDriver) AddToCart(_ context.Context, token, item string, count int) (bool, error) {
+	return !d.noSession, d.record("AddToCart", token, item, count)
+}
+
+func (d *fakeDriver) Cart(_ context.Context, token string) (map[string]int, error) {
+	return d.cart, d.record("Cart", token)
+}
+
+func (d *fakeDriver) Page(_ context.Context, key string) ([]byte, bool, error) {
+	return d.data, d.ok, d.record("Page", key)
+}
+
+func (d *fakeDriver) SetPage(_ context.Context, key string, data []byte, ttl time.Duration) error {
+	return d.record("SetPage", key, data, ttl)
+}
+
+func (d *fakeDriver) ScheduleRowCache(_ context.Context, row string, delay time.Duration) error {
+	return d.record("ScheduleRowCache", row, delay)
+}
+
+func (d *fakeDriver) ClaimDueRows(_ context.Context, limit int) ([]string, error) {
+	return d.rows, d.record("ClaimDueRows", limit)
+}
+
+func (d *fakeDriver) Row(_ context.Context, row string) ([]byte, bool, error) {
+	return d.data, d.ok, d.record("Row", row)
+}
+
+func (d *fakeDriver) SetRow(_ context.Context, row string, data []byte) error {
+	return d.record("SetRow", row, data)
+}
+
+func (d *fakeDriver) ItemRank(_ context.Context, item string) (int, bool, error) {
+	return d.rank, d.ok, d.record("ItemRank", item)
+}
+
+func (d *fakeDriver) TopItems(_ context.Context, n int) ([]driver.ItemViews, error) {
+	return d.top, d.record("TopItems", n)
+}
+
+func (d *fakeDriver) RescaleViews(_ context.Context, keep int, factor float64) error {
+	return d.record("RescaleViews", keep, factor)
+}
+
+func (d *fakeDriver) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closes++
+	return d.err
+}
+
+// driverError is an error of a backend's own type, as its client returns
+// it.
+type driverError struct{ msg string }
+
+func (e *driverError) Error() string { return e.msg }

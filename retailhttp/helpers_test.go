@@ -1,0 +1,119 @@
+package retailhttp_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/backend/memory"
+)
+
+// waitLimit bounds every wait for other goroutines to reach a point. It is
+// a watchdog so that a broken middleware fails the test instead of hanging
+// it, never a performance threshold.
+const waitLimit = 5 * time.Second
+
+var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// newStore returns a memory Store on a manual clock, closed when the test
+// ends.
+func newStore(t *testing.T) (*memory.Store, *retail.ManualClock) {
+	t.Helper()
+	clock := retail.NewManualClock(epoch)
+	s, err := memory.New(memory.Options{Clock: clock})
+	if err != nil {
+		t.Fatalf("memory.New = %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, clock
+}
+
+// newRankedStore returns a fresh store and its clock, with one view of
+// itemX, so that itemX is ranked and the book's rule caches its page.
+func newRankedStore(t *testing.T) (*memory.Store, *retail.ManualClock) {
+	t.Helper()
+	s, clock := newStore(t)
+	view(t, s, "itemX", 1)
+	return s, clock
+}
+
+// view counts times views of item, each by a session of its own.
+func view(t *testing.T, s retail.Sessions, item string, times int) {
+	t.Helper()
+	for i := range times {
+		token := fmt.Sprintf("viewer-%s-%d", item, i)
+		if err := s.UpdateToken(context.Background(), token, "user", item); err != nil {
+			t.Fatalf("UpdateToken(%q, %q) = %v", token, item, err)
+		}
+	}
+}
+
+// pageStore is the part of a Store that a PageCache uses.
+type pageStore interface {
+	retail.Pages
+	retail.Views
+}
+
+// newPageCache returns a PageCache over s with opts, failing the test on
+// an error.
+func newPageCache(t *testing.T, s pageStore, opts retail.PageCacheOptions) *retail.PageCache {
+	t.Helper()
+	c, err := retail.NewPageCache(s, opts)
+	if err != nil {
+		t.Fatalf("NewPageCache = %v", err)
+	}
+	return c
+}
+
+// pageCountingStore counts reads of the page cache, so a test can tell
+// when concurrent requests have all missed.
+type pageCountingStore struct {
+	*memory.Store
+	pageReads atomic.Int64
+}
+
+func (s *pageCountingStore) Page(ctx context.Context, key string) ([]byte, bool, error) {
+	defer s.pageReads.Add(1)
+	return s.Store.Page(ctx, key)
+}
+
+// eventually polls cond every millisecond until it holds, and fails the
+// test if it does not within waitLimit.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting after %v for %s", waitLimit, what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// logRecorder collects what a middleware logs.
+type logRecorder struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (r *logRecorder) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.buf.Write(p)
+}
+
+func (r *logRecorder) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.buf.String()
+}
+
+func (r *logRecorder) Logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(r, nil))
+}

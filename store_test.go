@@ -1,0 +1,401 @@
+package retail_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/driver"
+)
+
+// These tests cover the front door every backend shares, retail.NewStore,
+// over a fake driver that records what reaches it (fakedriver_test.go): the
+// input rules (rules_test.go), ended contexts, Close and the wrapping of
+// errors are the wrapper's, so no backend proves them again (the
+// conformance suite keeps one FrontDoor behaviour to show that a backend
+// uses the wrapper).
+
+// wantNoDriverCalls fails the test if any call but Close reached d.
+func wantNoDriverCalls(t *testing.T, d *fakeDriver, what string) {
+	t.Helper()
+	if calls := d.recorded(); len(calls) != 0 {
+		t.Errorf("%s reached the driver: %q", what, calls)
+	}
+}
+
+// storeCall is one call of a Store method with valid arguments.
+type storeCall struct {
+	op   string // the method
+	key  string // the Key of the OpError it returns on failure
+	sent string // the call the driver receives, as fakeDriver records it
+	do   func(ctx context.Context, s retail.Store) error
+}
+
+// The token of storeCalls; errors show only its first four bytes.
+const secretToken = "tok-6f1d2c9a"
+
+// storeCalls are one call of every Store method but Close.
+func storeCalls() []storeCall {
+	const tokenKey = `token "tok-"…`
+	return []storeCall{
+		{"CheckToken", tokenKey, `CheckToken("tok-6f1d2c9a")`, func(ctx context.Context, s retail.Store) error {
+			_, _, err := s.CheckToken(ctx, secretToken)
+			return err
+		}},
+		{"UpdateToken", tokenKey, `UpdateToken("tok-6f1d2c9a", "alice", "item-1")`, func(ctx context.Context, s retail.Store) error {
+			return s.UpdateToken(ctx, secretToken, "alice", "item-1")
+		}},
+		{"RecentItems", tokenKey, `RecentItems("tok-6f1d2c9a")`, func(ctx context.Context, s retail.Store) error {
+			_, err := s.RecentItems(ctx, secretToken)
+			return err
+		}},
+		{"Logout", tokenKey, `Logout("tok-6f1d2c9a")`, func(ctx context.Context, s retail.Store) error {
+			return s.Logout(ctx, secretToken)
+		}},
+		{"SessionCount", "", `SessionCount()`, func(ctx context.Context, s retail.Store) error {
+			_, err := s.SessionCount(ctx)
+			return err
+		}},
+		{"CleanSessions", "", `CleanSessions(10, 100)`, func(ctx context.Context, s retail.Store) error {
+			_, err := s.CleanSessions(ctx, 10, 100)
+			return err
+		}},
+		{"AddToCart", tokenKey, `AddToCart("tok-6f1d2c9a", "item-1", 2)`, func(ctx context.Context, s retail.Store) error {
+			return s.AddToCart(ctx, secretToken, "item-1", 2)
+		}},
+		{"Cart", tokenKey, `Cart("tok-6f1d2c9a")`, func(ctx context.Context, s retail.Store) error {
+			_, err := s.Cart(ctx, secretToken)
+			return err
+		}},
+		{"Page", `key "GET test.com/?item=1"`, `Page("GET test.com/?item=1")`, func(ctx context.Context, s retail.Store) error {
+			_, _, err := s.Page(ctx, "GET test.com/?item=1")
+			return err
+		}},
+		{"SetPage", `key "GET test.com/?item=1"`, `SetPage("GET test.com/?item=1", <4 bytes>, 1m0s)`, func(ctx context.Context, s retail.Store) error {
+			return s.SetPage(ctx, "GET test.com/?item=1", []byte("body"), time.Minute)
+		}},
+		{"ScheduleRowCache", `row "row-1"`, `ScheduleRowCache("row-1", 1m0s)`, func(ctx context.Context, s retail.Store) error {
+			return s.ScheduleRowCache(ctx, "row-1", time.Minute)
+		}},
+		{"ClaimDueRows", "", `ClaimDueRows(10)`, func(ctx context.Context, s retail.Store) error {
+			_, err := s.ClaimDueRows(ctx, 10)
+			return err
+		}},
+		{"Row", `row "row-1"`, `Row("row-1")`, func(ctx context.Context, s retail.Store) error {
+			_, _, err := s.Row(ctx, "row-1")
+			return err
+		}},
+		{"SetRow", `row "row-1"`, `SetRow("row-1", <2 bytes>)`, func(ctx context.Context, s retail.Store) error {
+			return s.SetRow(ctx, "row-1", []byte("{}"))
+		}},
+		{"ItemRank", `item "item-1"`, `ItemRank("item-1")`, func(ctx context.Context, s retail.Store) error {
+			_, _, err := s.ItemRank(ctx, "item-1")
+			return err
+		}},
+		{"TopItems", "", `TopItems(10)`, func(ctx context.Context, s retail.Store) error {
+			_, err := s.TopItems(ctx, 10)
+			return err
+		}},
+		{"RescaleViews", "", `RescaleViews(100, 0.5)`, func(ctx context.Context, s retail.Store) error {
+			return s.RescaleViews(ctx, 100, 0.5)
+		}},
+	}
+}
+
+// wantOpError fails the test unless err is an *retail.OpError for op and
+// key that matches target; call says what returned err.
+func wantOpError(t *testing.T, call string, err error, op, key string, target error) {
+	t.Helper()
+	var oe *retail.OpError
+	switch {
+	case !errors.Is(err, target):
+		t.Errorf("%s = %v, want an error matching %v", call, err, target)
+	case !errors.As(err, &oe):
+		t.Errorf("%s = %v (%T), want an *retail.OpError", call, err, err)
+	case oe.Op != op || oe.Key != key:
+		t.Errorf("%s = OpError{Op: %q, Key: %q}, want Op %q, Key %q", call, oe.Op, oe.Key, op, key)
+	}
+}
+
+func TestStore_PassesValidCallsToDriver(t *testing.T) {
+	for _, c := range storeCalls() {
+		t.Run(c.op, func(t *testing.T) {
+			d := &fakeDriver{}
+			if err := c.do(t.Context(), retail.NewStore(d)); err != nil {
+				t.Fatalf("%s = %v, want nil", c.sent, err)
+			}
+			if diff := cmp.Diff([]string{c.sent}, d.recorded()); diff != "" {
+				t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStore_CanceledContextNeverReachesDriver(t *testing.T) {
+	canceled, cancel := context.WithCancel(t.Context())
+	cancel()
+	expired, cancel := context.WithDeadline(t.Context(), time.Unix(0, 0))
+	defer cancel()
+	for _, c := range storeCalls() {
+		t.Run(c.op, func(t *testing.T) {
+			d := &fakeDriver{}
+			s := retail.NewStore(d)
+			wantOpError(t, c.sent+" with a canceled context", c.do(canceled, s), c.op, c.key, context.Canceled)
+			wantOpError(t, c.sent+" with an expired deadline", c.do(expired, s), c.op, c.key, context.DeadlineExceeded)
+			wantNoDriverCalls(t, d, c.sent+" with an ended context")
+		})
+	}
+}
+
+func TestStore_ClosedNeverReachesDriver(t *testing.T) {
+	for _, c := range storeCalls() {
+		t.Run(c.op, func(t *testing.T) {
+			d := &fakeDriver{}
+			s := retail.NewStore(d)
+			if err := s.Close(); err != nil {
+				t.Fatalf("Close() = %v, want nil", err)
+			}
+			wantOpError(t, c.sent+" after Close", c.do(t.Context(), s), c.op, c.key, retail.ErrClosed)
+			wantNoDriverCalls(t, d, c.sent+" after Close")
+		})
+	}
+}
+
+func TestStore_WrapsDriverErrorsOnce(t *testing.T) {
+	for _, c := range storeCalls() {
+		t.Run(c.op, func(t *testing.T) {
+			derr := &driverError{"connection reset by peer"}
+			d := &fakeDriver{err: derr}
+			err := c.do(t.Context(), retail.NewStore(d))
+			wantOpError(t, c.sent, err, c.op, c.key, derr)
+			var oe *retail.OpError
+			if errors.As(err, &oe) && oe.Err != derr {
+				t.Errorf("%s = OpError{Err: %#v}, want the driver's error itself, wrapped once", c.sent, oe.Err)
+			}
+			var de *driverError
+			if !errors.As(err, &de) || de != derr {
+				t.Errorf("errors.As(%v, *driverError) did not reach the driver's error", err)
+			}
+			want := "retail: " + c.op + ": connection reset by peer"
+			if c.key != "" {
+				want = "retail: " + c.op + "(" + c.key + "): connection reset by peer"
+			}
+			if err != nil && err.Error() != want {
+				t.Errorf("%s = %q, want %q", c.sent, err, want)
+			}
+			if diff := cmp.Diff([]string{c.sent}, d.recorded()); diff != "" {
+				t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestStore_ErrorsHideTokens fails every call that takes a token, with
+// tokens of several lengths: the error shows at most four bytes of it.
+func TestStore_ErrorsHideTokens(t *testing.T) {
+	calls := map[string]func(ctx context.Context, s retail.Store, token string) error{
+		"CheckToken": func(ctx context.Context, s retail.Store, token string) error {
+			_, _, err := s.CheckToken(ctx, token)
+			return err
+		},
+		"UpdateToken": func(ctx context.Context, s retail.Store, token string) error {
+			return s.UpdateToken(ctx, token, "alice", "")
+		},
+		"RecentItems": func(ctx context.Context, s retail.Store, token string) error {
+			_, err := s.RecentItems(ctx, token)
+			return err
+		},
+		"Logout": func(ctx context.Context, s retail.Store, token string) error { return s.Logout(ctx, token) },
+		"AddToCart": func(ctx context.Context, s retail.Store, token string) error {
+			return s.AddToCart(ctx, token, "item-1", 1)
+		},
+		"Cart": func(ctx context.Context, s retail.Store, token string) error {
+			_, err := s.Cart(ctx, token)
+			return err
+		},
+	}
+	for _, tc := range []struct{ token, key string }{
+		{"0123456789abcdef0123456789abcdef", `token "0123"…`},
+		{"abcde", `token "abcd"…`},
+		{"abcd", `token "…"`},
+		{"a", `token "…"`},
+		{"日本語", `token "日\xe6"…`},
+	} {
+		for op, call := range calls {
+			derr := &driverError{"timeout"}
+			err := call(t.Context(), retail.NewStore(&fakeDriver{err: derr}), tc.token)
+			desc := fmt.Sprintf("%s(%q) failing", op, tc.token)
+			wantOpError(t, desc, err, op, tc.key, derr)
+			if err == nil {
+				continue
+			}
+			if want := "retail: " + op + "(" + tc.key + "): timeout"; err.Error() != want {
+				t.Errorf("%s = %q, want %q", desc, err, want)
+			}
+			if len(tc.token) > 4 && strings.Contains(err.Error(), tc.token[:5]) {
+				t.Errorf("%s = %q, shows more than four bytes of the token", desc, err)
+			}
+		}
+	}
+}
+
+// TestStore_ErrorsShortenLongKeys fails calls with long key arguments: the
+// error shows their first 64 bytes.
+func TestStore_ErrorsShortenLongKeys(t *testing.T) {
+	derr := &driverError{"timeout"}
+	s := retail.NewStore(&fakeDriver{err: derr})
+	ctx := t.Context()
+	x64 := strings.Repeat("x", 64)
+	_, _, err := s.Row(ctx, x64)
+	wantOpError(t, "Row(<64 bytes>)", err, "Row", `row "`+x64+`"`, derr)
+	_, _, err = s.Row(ctx, x64+"y")
+	wantOpError(t, "Row(<65 bytes>)", err, "Row", `row "`+x64+`"…`, derr)
+	_, _, err = s.ItemRank(ctx, strings.Repeat("x", retail.MaxIDLen))
+	wantOpError(t, "ItemRank(<MaxIDLen bytes>)", err, "ItemRank", `item "`+x64+`"…`, derr)
+	_, _, err = s.Page(ctx, strings.Repeat("x", retail.MaxPageKeyLen))
+	wantOpError(t, "Page(<MaxPageKeyLen bytes>)", err, "Page", `key "`+x64+`"…`, derr)
+}
+
+func TestStore_AddToCartWithoutSessionIsErrNoSession(t *testing.T) {
+	d := &fakeDriver{noSession: true}
+	err := retail.NewStore(d).AddToCart(t.Context(), secretToken, "item-1", 2)
+	wantOpError(t, "AddToCart without a session", err, "AddToCart", `token "tok-"…`, retail.ErrNoSession)
+	if want := `retail: AddToCart(token "tok-"…): no such session`; err != nil && err.Error() != want {
+		t.Errorf("AddToCart without a session = %q, want %q", err, want)
+	}
+	if diff := cmp.Diff([]string{`AddToCart("tok-6f1d2c9a", "item-1", 2)`}, d.recorded()); diff != "" {
+		t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestStore_PassesResultsThrough(t *testing.T) {
+	ctx := t.Context()
+	d := &fakeDriver{
+		user: "alice", ok: true, items: []string{"b", "a"}, count: 7, removed: 3,
+		cart: map[string]int{"a": 2}, data: []byte("data"), rows: []string{"r1", "r2"}, rank: 4,
+	}
+	s := retail.NewStore(d)
+	type results struct {
+		User    string
+		OK      [4]bool
+		Items   []string
+		Count   int
+		Removed int
+		Cart    map[string]int
+		Page    string
+		Rows    []string
+		Row     string
+		Rank    int
+	}
+	var got results
+	var errs []error
+	var err error
+	got.User, got.OK[0], err = s.CheckToken(ctx, "tok")
+	errs = append(errs, err)
+	got.Items, err = s.RecentItems(ctx, "tok")
+	errs = append(errs, err)
+	got.Count, err = s.SessionCount(ctx)
+	errs = append(errs, err)
+	got.Removed, err = s.CleanSessions(ctx, 0, 10)
+	errs = append(errs, err)
+	got.Cart, err = s.Cart(ctx, "tok")
+	errs = append(errs, err)
+	var page, row []byte
+	page, got.OK[1], err = s.Page(ctx, "key")
+	errs = append(errs, err)
+	got.Rows, err = s.ClaimDueRows(ctx, 10)
+	errs = append(errs, err)
+	row, got.OK[2], err = s.Row(ctx, "row")
+	errs = append(errs, err)
+	got.Rank, got.OK[3], err = s.ItemRank(ctx, "item")
+	errs = append(errs, err)
+	got.Page, got.Row = string(page), string(row)
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("calls = %v, want nil errors", err)
+	}
+	want := results{
+		User: "alice", OK: [4]bool{true, true, true, true}, Items: []string{"b", "a"}, Count: 7, Removed: 3,
+		Cart: map[string]int{"a": 2}, Page: "data", Rows: []string{"r1", "r2"}, Row: "data", Rank: 4,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results mismatch (-driver's +Store's):\n%s", diff)
+	}
+}
+
+func TestStore_CartWithoutLinesIsEmpty(t *testing.T) {
+	cart, err := retail.NewStore(&fakeDriver{}).Cart(t.Context(), "tok")
+	if err != nil || cart == nil || len(cart) != 0 {
+		t.Errorf("Cart() over a driver returning nil = %v (nil: %v), %v, want an empty map, nil", cart, cart == nil, err)
+	}
+}
+
+func TestStore_TopItemsConverts(t *testing.T) {
+	d := &fakeDriver{top: []driver.ItemViews{{Item: "a", Views: 3}, {Item: "b", Views: 0.5}}}
+	got, err := retail.NewStore(d).TopItems(t.Context(), 2)
+	if err != nil {
+		t.Fatalf("TopItems(2) = %v", err)
+	}
+	want := []retail.ItemViews{{Item: "a", Views: 3}, {Item: "b", Views: 0.5}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("TopItems(2) mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"TopItems(2)"}, d.recorded()); diff != "" {
+		t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestStore_CloseClosesDriverOnce(t *testing.T) {
+	d := &fakeDriver{}
+	s := retail.NewStore(d)
+	for i := range 2 {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close() #%d = %v, want nil", i+1, err)
+		}
+	}
+	if got := d.closed(); got != 1 {
+		t.Errorf("driver Close calls after two Closes = %d, want 1", got)
+	}
+
+	// Closes racing each other still close the driver once.
+	d = &fakeDriver{}
+	s = retail.NewStore(d)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("concurrent Close() = %v, want nil", err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := d.closed(); got != 1 {
+		t.Errorf("driver Close calls after 16 concurrent Closes = %d, want 1", got)
+	}
+}
+
+func TestStore_CloseReturnsDriverErrorOnce(t *testing.T) {
+	derr := &driverError{"flush failed"}
+	d := &fakeDriver{err: derr}
+	s := retail.NewStore(d)
+	err := s.Close()
+	wantOpError(t, "Close()", err, "Close", "", derr)
+	if want := "retail: Close: flush failed"; err != nil && err.Error() != want {
+		t.Errorf("Close() = %q, want %q", err, want)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close() = %v, want nil", err)
+	}
+	if got := d.closed(); got != 1 {
+		t.Errorf("driver Close calls = %d, want 1", got)
+	}
+	// The store is closed even though its driver's Close failed.
+	_, err = s.SessionCount(t.Context())
+	wantOpError(t, "SessionCount() after a failed Close", err, "SessionCount", "", retail.ErrClosed)
+	wantNoDriverCalls(t, d, "SessionCount() after a failed Close")
+}
