@@ -4,14 +4,20 @@
 //
 // # Concepts
 //
-// A session is a token cookie that maps to a user. [Sessions.UpdateToken] is
-// called on every request: it records the user and the time, and for item
-// pages pushes the item onto the session's recently viewed list and counts a
-// view. [Sessions.CleanSessions] keeps the number of sessions bounded by
-// removing the least recently seen ones, with their carts; [SessionCleaner]
-// runs it in a loop.
+// A session is a token cookie that maps to a user, or to no user for a
+// guest. It is started by a login or by a guest's first action that needs
+// state ([Sessions.StartSession]), refreshed by every request
+// ([Sessions.RefreshSession], which records the time and, for item pages,
+// pushes the item onto the session's recently viewed list and counts a
+// view), moved to a new token at login or renewal ([Sessions.RenewSession])
+// and ended by Logout, by expiry (an idle timeout and a lifetime, see
+// [DefaultIdleTimeout]) or by [Sessions.CleanSessions], which also keeps
+// their number bounded as the book's clean_sessions does; [SessionCleaner]
+// runs it in a loop. A session holds a few small values ([SessionValues]),
+// and a user's sessions can be listed and ended together.
 //
-// A cart is item -> count and belongs to a session ([Carts]).
+// A cart is item -> count and belongs to a session ([Carts]). Views of
+// visitors without a session count too ([Views.CountView]).
 //
 // Views rank items by popularity ([Views]). [PageCache] uses the ranking to
 // cache only the pages of popular items, as the book's can_cache does, and
@@ -45,10 +51,14 @@
 // (matching [ErrInvalid]):
 //
 //	argument            rule
-//	token, item, row    1..MaxIDLen bytes, no ASCII control characters
-//	                    (item may also be empty in UpdateToken: no item viewed)
-//	user                1..MaxUserLen bytes of valid UTF-8
+//	token, item, row,   1..MaxIDLen bytes, no ASCII control characters
+//	  value key         (item may also be empty in RefreshSession and UpdateToken:
+//	                    no item viewed; RenewSession's newToken must differ from token)
+//	user                1..MaxUserLen bytes of valid UTF-8 (empty in StartSession:
+//	                    a guest; empty in RenewSession: keep the user)
 //	cart count          at most MaxCartCount (zero or less removes the line)
+//	cart increment n    -MaxCartCount..MaxCartCount
+//	session value       at most MaxValueSize bytes
 //	page key            1..MaxPageKeyLen bytes, no ASCII control characters
 //	page data           at most MaxPageSize bytes
 //	page ttl            MinDuration..MaxPageTTL
@@ -58,6 +68,11 @@
 //	TopItems n          0..MaxTopItems
 //	ClaimDueRows limit  1..MaxClaimRows
 //	rescale factor      greater than 0 and at most 1
+//
+// Some limits depend on what is stored, and are checked as the write is
+// made, with the same error: a new line in a cart of MaxCartLines lines, a
+// count above MaxCartCount after IncrementCart, a new value in a session of
+// MaxSessionValues values, a RenewSession to a token that names a session.
 //
 // Constructors (NewPageCache, the workers', the backends') check their
 // options the same way: an option out of range is an *InputError too.

@@ -59,7 +59,7 @@ func Example_server() {
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /login", func(w http.ResponseWriter, r *http.Request) {
-		// Check the password first.
+		// Check the password first. The guest's cart and recent items stay.
 		if _, err := sessions.Login(r.Context(), w, r.FormValue("user")); err != nil {
 			http.Error(w, "cannot log in", http.StatusBadRequest)
 			return
@@ -67,12 +67,12 @@ func Example_server() {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 	})
 	mux.HandleFunc("POST /cart", func(w http.ResponseWriter, r *http.Request) {
-		s, ok := retailhttp.SessionFrom(r.Context()) // set by sessions.Handler
-		if !ok {
-			http.Error(w, "log in first", http.StatusUnauthorized)
+		s, err := sessions.Ensure(r.Context(), w) // a guest's first cart line starts a session
+		if err != nil {
+			http.Error(w, "try again", http.StatusServiceUnavailable)
 			return
 		}
-		if err := store.AddToCart(r.Context(), s.Token, r.FormValue("item"), 1); err != nil {
+		if _, err := store.IncrementCart(r.Context(), s.Token, r.FormValue("item"), 1); err != nil {
 			http.Error(w, "cannot add to the cart", http.StatusBadRequest)
 			return
 		}

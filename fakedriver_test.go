@@ -15,19 +15,20 @@ import (
 type fakeDriver struct {
 	// err, if set, is what every method returns, Close included.
 	err error
-	// noSession makes AddToCart report found == false.
-	noSession bool
+	// status is what the writes that depend on a session's state report.
+	status driver.Status
 	// What the lookups return.
-	user    string
-	ok      bool
-	items   []string
-	count   int
-	cart    map[string]int
-	data    []byte
-	rows    []string
-	rank    int
-	top     []driver.ItemViews
-	removed int
+	user     string
+	ok       bool
+	items    []string
+	count    int // SessionCount, LogoutUser and IncrementCart
+	cart     map[string]int
+	data     []byte // Page, Row, Value and PopValue
+	rows     []string
+	rank     int
+	top      []driver.ItemViews
+	sessions []driver.SessionInfo
+	removed  int
 
 	mu     sync.Mutex
 	calls  []string // every call but Close, as "Op(args)"
@@ -79,6 +80,42 @@ func (d *fakeDriver) CheckToken(_ context.Context, token string) (string, bool, 
 	return d.user, d.ok, d.record("CheckToken", token)
 }
 
+func (d *fakeDriver) StartSession(_ context.Context, token, user string) (driver.Status, error) {
+	return d.status, d.record("StartSession", token, user)
+}
+
+func (d *fakeDriver) RefreshSession(_ context.Context, token, item string) (string, bool, error) {
+	return d.user, d.ok, d.record("RefreshSession", token, item)
+}
+
+func (d *fakeDriver) RenewSession(_ context.Context, token, newToken, user string) (driver.Status, error) {
+	return d.status, d.record("RenewSession", token, newToken, user)
+}
+
+func (d *fakeDriver) UserSessions(_ context.Context, user string) ([]driver.SessionInfo, error) {
+	return d.sessions, d.record("UserSessions", user)
+}
+
+func (d *fakeDriver) LogoutUser(_ context.Context, user string) (int, error) {
+	return d.count, d.record("LogoutUser", user)
+}
+
+func (d *fakeDriver) SetValue(_ context.Context, token, key string, value []byte) (driver.Status, error) {
+	return d.status, d.record("SetValue", token, key, value)
+}
+
+func (d *fakeDriver) Value(_ context.Context, token, key string) ([]byte, bool, error) {
+	return d.data, d.ok, d.record("Value", token, key)
+}
+
+func (d *fakeDriver) PopValue(_ context.Context, token, key string) ([]byte, bool, error) {
+	return d.data, d.ok, d.record("PopValue", token, key)
+}
+
+func (d *fakeDriver) DeleteValue(_ context.Context, token, key string) error {
+	return d.record("DeleteValue", token, key)
+}
+
 func (d *fakeDriver) UpdateToken(_ context.Context, token, user, item string) error {
 	return d.record("UpdateToken", token, user, item)
 }
@@ -99,8 +136,12 @@ func (d *fakeDriver) CleanSessions(_ context.Context, keep, max int) (int, error
 	return d.removed, d.record("CleanSessions", keep, max)
 }
 
-func (d *fakeDriver) AddToCart(_ context.Context, token, item string, count int) (bool, error) {
-	return !d.noSession, d.record("AddToCart", token, item, count)
+func (d *fakeDriver) AddToCart(_ context.Context, token, item string, count int) (driver.Status, error) {
+	return d.status, d.record("AddToCart", token, item, count)
+}
+
+func (d *fakeDriver) IncrementCart(_ context.Context, token, item string, n int) (int, driver.Status, error) {
+	return d.count, d.status, d.record("IncrementCart", token, item, n)
 }
 
 func (d *fakeDriver) Cart(_ context.Context, token string) (map[string]int, error) {
@@ -129,6 +170,10 @@ func (d *fakeDriver) Row(_ context.Context, row string) ([]byte, bool, error) {
 
 func (d *fakeDriver) SetRow(_ context.Context, row string, data []byte) error {
 	return d.record("SetRow", row, data)
+}
+
+func (d *fakeDriver) CountView(_ context.Context, item string) error {
+	return d.record("CountView", item)
 }
 
 func (d *fakeDriver) ItemRank(_ context.Context, item string) (int, bool, error) {

@@ -27,6 +27,7 @@ import (
 // of this contract; every implementation must pass it unchanged.
 type Store interface {
 	Sessions
+	SessionValues
 	Carts
 	Pages
 	Rows
@@ -38,56 +39,161 @@ type Store interface {
 	Close() error
 }
 
-// Sessions keeps login sessions identified by token cookies: which user a
-// token belongs to, when it was last seen, and the items it viewed most
-// recently. It is the book's login, recent and viewed keys.
+// Sessions keeps the sessions of visitors, each named by a token (the
+// cookie's value): the user it is logged in as, or none for a guest; when
+// it was created and last seen; and the items it viewed most recently. It
+// is the book's login, recent and viewed keys, with a lifecycle.
+//
+// # Lifecycle
+//
+// A session is created by [Sessions.StartSession] (a login, or a guest's
+// first action that needs state, such as adding to a cart) or by the book's
+// create-or-refresh [Sessions.UpdateToken]. [Sessions.RefreshSession]
+// records a visit and never creates one, so a request that carries a token
+// whose session ended cannot bring it back. [Sessions.RenewSession] moves a
+// session to a new token (at login, or at any change of privilege), keeping
+// its cart, recent items and values. [Sessions.Logout] ends it.
+//
+// A session expires, by the Store's clock, once it has not been refreshed
+// for the Store's idle timeout ([DefaultIdleTimeout] unless configured) or
+// once its lifetime ([DefaultLifetime]) has passed since it was created or
+// last logged in: from that instant on every call treats it as absent. Its
+// data is removed by [Sessions.CleanSessions], on access, or (on Redis) by
+// key TTLs set beyond that instant.
 type Sessions interface {
-	// CheckToken returns the user that token is logged in as. If the token
-	// has no session (never seen, logged out or cleaned), it returns
-	// ok == false and a nil error.
+	// StartSession creates a session for token, logged in as user, or a
+	// guest session if user is empty, created and last seen now. If token
+	// already names a live session it reports created == false and writes
+	// nothing: tokens are meant to be new random values.
+	StartSession(ctx context.Context, token, user string) (created bool, err error)
+
+	// CheckToken returns the user token's session is logged in as ("" for
+	// a guest). If the token has no live session (never seen, logged out,
+	// expired or cleaned), it returns ok == false and a nil error.
 	CheckToken(ctx context.Context, token string) (user string, ok bool, err error)
 
-	// UpdateToken records that token is logged in as user and was seen now
-	// (by the Store's clock), creating the session if needed. If item is not
-	// empty, the item moves to the front of the token's recently viewed list
-	// (which keeps the newest [DefaultRecentLimit] items unless configured
-	// otherwise) and one view of item is counted for [Views].
+	// RefreshSession records a visit of token's live session: it is last
+	// seen now, and if item is not empty the item moves to the front of the
+	// recently viewed list (which keeps the newest [DefaultRecentLimit]
+	// items unless configured otherwise) and one view of it is counted. It
+	// returns the session's user ("" for a guest). Without a live session
+	// it returns ok == false, writes nothing and counts no view: it never
+	// creates a session.
+	RefreshSession(ctx context.Context, token, item string) (user string, ok bool, err error)
+
+	// UpdateToken is the book's update_token: it records that token is
+	// logged in as user and was seen now, creating the session if there is
+	// no live one (an expired session is replaced by a new, empty one), and
+	// views item as RefreshSession does. Being create-or-refresh, it brings
+	// back a session that a concurrent Logout ended; servers use
+	// StartSession and RefreshSession instead.
 	UpdateToken(ctx context.Context, token, user, item string) error
 
+	// RenewSession moves token's live session to newToken, which must not
+	// name a live session (an expired one under it is dropped): the cart, recent items and values go with it, and
+	// token has no session once RenewSession returns. If user is not
+	// empty the session is logged in as user and its lifetime starts again
+	// (a login); if it is empty the user and lifetime are kept (a renewal
+	// after a change of privilege). It reports ok == false, and writes
+	// nothing, if token has no live session. If newToken already names a
+	// live session it returns an error matching [ErrInvalid] and writes
+	// nothing.
+	//
+	// At no moment is neither token live: a concurrent CheckToken finds
+	// one of them.
+	RenewSession(ctx context.Context, token, newToken, user string) (ok bool, err error)
+
 	// RecentItems returns the items token viewed, newest first, each once.
-	// A token without a session has no recent items: the result is empty and
-	// the error nil.
+	// A token without a live session has no recent items: the result is
+	// empty and the error nil.
 	RecentItems(ctx context.Context, token string) ([]string, error)
 
-	// Logout ends token's session, deleting its user, recently viewed items
-	// and cart. View counts the session contributed are kept. Logging out a
-	// token that has no session does nothing and returns nil.
+	// Logout ends token's session, deleting its recently viewed items,
+	// cart and values. View counts the session contributed are kept.
+	// Logging out a token that has no session does nothing and returns
+	// nil. Once Logout returns, no call other than those that create a
+	// session under token (StartSession, UpdateToken, a RenewSession to
+	// token) gives token a session again, whatever ran concurrently.
 	Logout(ctx context.Context, token string) error
 
-	// SessionCount returns the number of live sessions.
+	// UserSessions returns the live sessions logged in as user, oldest
+	// first by creation. Guests have none.
+	UserSessions(ctx context.Context, user string) ([]SessionInfo, error)
+
+	// LogoutUser ends every session logged in as user (log out
+	// everywhere), as Logout does each, and returns how many it ended.
+	LogoutUser(ctx context.Context, user string) (int, error)
+
+	// SessionCount returns the number of sessions the Store holds: live
+	// ones, and expired ones that no cleaning pass or access has removed
+	// yet.
 	SessionCount(ctx context.Context) (int, error)
 
-	// CleanSessions runs one cleaning pass: while more than keep sessions
-	// are live it removes the least recently seen ones, at most max of them,
-	// each with its recently viewed items and its cart, and returns how many
-	// it removed. View counts are kept. A session updated (by UpdateToken)
-	// after the pass began is never removed by that pass, even within the
-	// same millisecond, and a removed session leaves nothing behind. keep
-	// and max must not be negative.
+	// CleanSessions runs one cleaning pass and returns how many sessions it
+	// removed, at most max: first sessions that expired by the idle
+	// timeout, least recently seen first, then, while more than keep
+	// sessions remain, the least recently seen ones. Each goes with its
+	// recently viewed items, cart and values; view counts are kept. A
+	// session refreshed (by RefreshSession or UpdateToken) after the pass
+	// began is never removed by that pass, even within the same
+	// millisecond, and a removed session leaves nothing behind. keep and
+	// max must not be negative.
 	CleanSessions(ctx context.Context, keep, max int) (removed int, err error)
 }
 
-// Carts keeps a shopping cart per session: item -> count.
+// SessionInfo describes a live session, as [Sessions.UserSessions] lists
+// them.
+type SessionInfo struct {
+	Token    string
+	User     string
+	Created  time.Time // when it was started, or last logged in (see RenewSession)
+	LastSeen time.Time // its last refresh
+}
+
+// SessionValues keeps a few small values per session (a flash message, a
+// checkout step, a CSRF token): key -> bytes, at most [MaxSessionValues] of
+// them and [MaxValueSize] bytes each. They go wherever the session goes:
+// through RenewSession, and away with Logout, expiry and cleaning.
+type SessionValues interface {
+	// SetValue stores value under key in token's session, replacing what
+	// was there. Without a live session it returns an error matching
+	// [ErrNoSession]; if the session already holds MaxSessionValues other
+	// keys, one matching [ErrInvalid]. Either way nothing is written.
+	SetValue(ctx context.Context, token, key string, value []byte) error
+
+	// Value returns the value under key in token's session, or ok == false
+	// if there is none (or no live session).
+	Value(ctx context.Context, token, key string) (value []byte, ok bool, err error)
+
+	// PopValue returns the value under key and deletes it, atomically: of
+	// concurrent PopValues of one key, one gets the value. ok is false if
+	// there is none.
+	PopValue(ctx context.Context, token, key string) (value []byte, ok bool, err error)
+
+	// DeleteValue deletes the value under key, if any.
+	DeleteValue(ctx context.Context, token, key string) error
+}
+
+// Carts keeps a shopping cart per session: item -> count, at most
+// [MaxCartLines] lines of at most [MaxCartCount] each.
 type Carts interface {
-	// AddToCart sets the count of item in token's cart. A count of zero or
-	// less removes the item's line. The session must exist (see
-	// [Sessions.UpdateToken]); otherwise AddToCart returns an error matching
+	// AddToCart sets the count of item in token's cart, as the book's
+	// add_to_cart does. A count of zero or less removes the item's line. The
+	// session must be live; otherwise AddToCart returns an error matching
 	// [ErrNoSession] and writes nothing, so no cart can outlive its session.
+	// A new line in a cart of MaxCartLines lines is refused with an error
+	// matching [ErrInvalid], and nothing is written.
 	AddToCart(ctx context.Context, token, item string, count int) error
 
-	// Cart returns token's cart as item -> count. A token without a session,
-	// or with an empty cart, yields an empty (possibly nil) map and a nil
-	// error.
+	// IncrementCart adds n (which may be negative) to the count of item in
+	// token's cart and returns the new count; a count that reaches zero or
+	// less removes the line (and is returned as 0). It fails as AddToCart
+	// does, and also with an error matching [ErrInvalid], writing nothing,
+	// if the count would exceed MaxCartCount.
+	IncrementCart(ctx context.Context, token, item string, n int) (count int, err error)
+
+	// Cart returns token's cart as item -> count. A token without a live
+	// session, or with an empty cart, yields an empty map and a nil error.
 	Cart(ctx context.Context, token string) (map[string]int, error)
 }
 
@@ -133,10 +239,14 @@ type Rows interface {
 	SetRow(ctx context.Context, row string, data []byte) error
 }
 
-// Views ranks items by how often they were viewed (see
-// [Sessions.UpdateToken]). Rank 0 is the most viewed item; items with equal
+// Views ranks items by how often they were viewed (see [Views.CountView]
+// and [Sessions.RefreshSession]). Rank 0 is the most viewed item; items with equal
 // counts are ranked by item name, ascending.
 type Views interface {
+	// CountView counts one view of item, as RefreshSession does for a
+	// session: the views of visitors without a session count too.
+	CountView(ctx context.Context, item string) error
+
 	// ItemRank returns item's rank. An item that was never viewed, or was
 	// dropped by RescaleViews, has no rank: ok == false and a nil error.
 	ItemRank(ctx context.Context, item string) (rank int, ok bool, err error)

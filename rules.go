@@ -1,7 +1,6 @@
 package retail
 
 import (
-	"math"
 	"strconv"
 	"time"
 
@@ -11,22 +10,51 @@ import (
 // The limits of the input rules (see the package documentation, "Input
 // rules").
 const (
-	MaxIDLen      = 256                // tokens, items and row ids, in bytes
-	MaxUserLen    = 1024               // users, in bytes
-	MaxCartCount  = math.MaxInt32      // one cart line
-	MaxPageKeyLen = 2048               // page keys, in bytes
-	MaxPageSize   = 4 << 20            // what SetPage stores under one key, in bytes
-	MaxRowSize    = 4 << 20            // cached rows, in bytes
-	MinDuration   = time.Millisecond   // shortest page TTL or row delay: the clock's resolution
-	MaxPageTTL    = 7 * 24 * time.Hour // longest page TTL
-	MaxRowDelay   = 7 * 24 * time.Hour // longest row refresh delay
-	MaxTopItems   = 100_000            // largest TopItems n
-	MaxClaimRows  = 10_000             // largest ClaimDueRows limit
+	MaxIDLen         = 256                // tokens, items and row ids, in bytes
+	MaxUserLen       = 1024               // users, in bytes
+	MaxCartCount     = 10_000             // the count of one cart line
+	MaxCartLines     = 100                // lines in one cart
+	MaxSessionValues = 32                 // values in one session
+	MaxValueSize     = 4096               // one session value, in bytes
+	MaxPageKeyLen    = 2048               // page keys, in bytes
+	MaxPageSize      = 4 << 20            // what SetPage stores under one key, in bytes
+	MaxRowSize       = 4 << 20            // cached rows, in bytes
+	MinDuration      = time.Millisecond   // shortest page TTL or row delay: the clock's resolution
+	MaxPageTTL       = 7 * 24 * time.Hour // longest page TTL
+	MaxRowDelay      = 7 * 24 * time.Hour // longest row refresh delay
+	MaxTopItems      = 100_000            // largest TopItems n
+	MaxClaimRows     = 10_000             // largest ClaimDueRows limit
 )
 
 // DefaultRecentLimit is how many recently viewed items a session keeps, as
 // in the book.
 const DefaultRecentLimit = 25
+
+// The bounds of a session's life, used where a backend's options leave them
+// zero. They follow Spring Session (30 minutes idle) and scs (24 hours in
+// all): long enough for a visit with a pause, short enough that a stolen
+// token is worth little by the next day.
+const (
+	DefaultIdleTimeout = 30 * time.Minute     // a session not refreshed this long expires
+	DefaultLifetime    = 24 * time.Hour       // a session expires this long after it started or last logged in
+	MaxSessionTime     = 365 * 24 * time.Hour // the longest idle timeout or lifetime
+)
+
+// CheckSessionTimes returns an error matching [ErrInvalid], naming op and
+// the option, if idle or lifetime is out of range: each must be in
+// MinDuration..MaxSessionTime. Backends call it from their constructors
+// after filling in the defaults.
+func CheckSessionTimes(op string, idle, lifetime time.Duration) error {
+	for _, o := range []struct {
+		name string
+		d    time.Duration
+	}{{"IdleTimeout", idle}, {"Lifetime", lifetime}} {
+		if o.d < MinDuration || o.d > MaxSessionTime {
+			return invalid(op, o.name, "not in "+MinDuration.String()+".."+days(MaxSessionTime))
+		}
+	}
+	return nil
+}
 
 // The checks below are the input rules, one function a rule; the Store
 // wrapper (store.go) calls them before anything reaches a driver.
@@ -85,6 +113,61 @@ func checkAddToCart(token, item string, count int) error {
 		return invalid(op, "count", "more than "+strconv.Itoa(MaxCartCount))
 	}
 	return nil
+}
+
+func checkIncrementCart(token, item string, n int) error {
+	const op = "IncrementCart"
+	if err := checkID(op, "token", token); err != nil {
+		return err
+	}
+	if err := checkID(op, "item", item); err != nil {
+		return err
+	}
+	if n > MaxCartCount || n < -MaxCartCount {
+		return invalid(op, "n", "not in -"+strconv.Itoa(MaxCartCount)+".."+strconv.Itoa(MaxCartCount))
+	}
+	return nil
+}
+
+// checkGuestUser applies the user rule to a user that may be empty (a
+// guest, or "keep the user").
+func checkGuestUser(op, user string) error {
+	if user == "" {
+		return nil
+	}
+	return checkUser(op, user)
+}
+
+func checkTokenKey(op, token, key string) error {
+	if err := checkID(op, "token", token); err != nil {
+		return err
+	}
+	return checkID(op, "key", key)
+}
+
+func checkSetValue(token, key string, value []byte) error {
+	const op = "SetValue"
+	if err := checkTokenKey(op, token, key); err != nil {
+		return err
+	}
+	if len(value) > MaxValueSize {
+		return invalid(op, "value", "longer than "+strconv.Itoa(MaxValueSize)+" bytes")
+	}
+	return nil
+}
+
+func checkRenewSession(token, newToken, user string) error {
+	const op = "RenewSession"
+	if err := checkID(op, "token", token); err != nil {
+		return err
+	}
+	if err := checkID(op, "newToken", newToken); err != nil {
+		return err
+	}
+	if token == newToken {
+		return invalid(op, "newToken", "the same as token")
+	}
+	return checkGuestUser(op, user)
 }
 
 func checkSetPage(key string, body []byte, ttl time.Duration) error {

@@ -95,10 +95,105 @@ func invalidCalls() []invalidCall {
 		add("Item"+b.name, "ItemRank", "item", "ItemRank("+show(v)+")",
 			func(ctx context.Context, s retail.Store) error { _, _, err := s.ItemRank(ctx, v); return err })
 	}
+	for _, b := range badIDs {
+		v := b.value
+		add("Token"+b.name, "StartSession", "token", "StartSession("+show(v)+`, "alice")`,
+			func(ctx context.Context, s retail.Store) error { _, err := s.StartSession(ctx, v, "alice"); return err })
+		add("Token"+b.name, "RefreshSession", "token", "RefreshSession("+show(v)+`, "item-3")`,
+			func(ctx context.Context, s retail.Store) error {
+				_, _, err := s.RefreshSession(ctx, v, "item-3")
+				return err
+			})
+		if v != "" { // An empty item means no item was viewed.
+			add("Item"+b.name, "RefreshSession", "item", `RefreshSession("tok-a", `+show(v)+")",
+				func(ctx context.Context, s retail.Store) error {
+					_, _, err := s.RefreshSession(ctx, "tok-a", v)
+					return err
+				})
+		}
+		add("Token"+b.name, "RenewSession", "token", "RenewSession("+show(v)+`, "tok-b", "alice")`,
+			func(ctx context.Context, s retail.Store) error {
+				_, err := s.RenewSession(ctx, v, "tok-b", "alice")
+				return err
+			})
+		add("NewToken"+b.name, "RenewSession", "newToken", `RenewSession("tok-a", `+show(v)+`, "alice")`,
+			func(ctx context.Context, s retail.Store) error {
+				_, err := s.RenewSession(ctx, "tok-a", v, "alice")
+				return err
+			})
+		add("Token"+b.name, "SetValue", "token", "SetValue("+show(v)+`, "flash", "hi")`,
+			func(ctx context.Context, s retail.Store) error { return s.SetValue(ctx, v, "flash", []byte("hi")) })
+		add("Key"+b.name, "SetValue", "key", `SetValue("tok-a", `+show(v)+`, "hi")`,
+			func(ctx context.Context, s retail.Store) error { return s.SetValue(ctx, "tok-a", v, []byte("hi")) })
+		add("Token"+b.name, "Value", "token", "Value("+show(v)+`, "flash")`,
+			func(ctx context.Context, s retail.Store) error { _, _, err := s.Value(ctx, v, "flash"); return err })
+		add("Key"+b.name, "Value", "key", `Value("tok-a", `+show(v)+")",
+			func(ctx context.Context, s retail.Store) error { _, _, err := s.Value(ctx, "tok-a", v); return err })
+		add("Token"+b.name, "PopValue", "token", "PopValue("+show(v)+`, "flash")`,
+			func(ctx context.Context, s retail.Store) error { _, _, err := s.PopValue(ctx, v, "flash"); return err })
+		add("Key"+b.name, "PopValue", "key", `PopValue("tok-a", `+show(v)+")",
+			func(ctx context.Context, s retail.Store) error { _, _, err := s.PopValue(ctx, "tok-a", v); return err })
+		add("Token"+b.name, "DeleteValue", "token", "DeleteValue("+show(v)+`, "flash")`,
+			func(ctx context.Context, s retail.Store) error { return s.DeleteValue(ctx, v, "flash") })
+		add("Key"+b.name, "DeleteValue", "key", `DeleteValue("tok-a", `+show(v)+")",
+			func(ctx context.Context, s retail.Store) error { return s.DeleteValue(ctx, "tok-a", v) })
+		add("Token"+b.name, "IncrementCart", "token", "IncrementCart("+show(v)+`, "item-1", 1)`,
+			func(ctx context.Context, s retail.Store) error {
+				_, err := s.IncrementCart(ctx, v, "item-1", 1)
+				return err
+			})
+		add("Item"+b.name, "IncrementCart", "item", `IncrementCart("tok-a", `+show(v)+", 1)",
+			func(ctx context.Context, s retail.Store) error {
+				_, err := s.IncrementCart(ctx, "tok-a", v, 1)
+				return err
+			})
+		add("Item"+b.name, "CountView", "item", "CountView("+show(v)+")",
+			func(ctx context.Context, s retail.Store) error { return s.CountView(ctx, v) })
+	}
 	for _, b := range badUsers {
 		v := b.value
 		add("User"+b.name, "UpdateToken", "user", `UpdateToken("tok-a", `+show(v)+`, "item-3")`,
 			func(ctx context.Context, s retail.Store) error { return s.UpdateToken(ctx, "tok-a", v, "item-3") })
+		add("User"+b.name, "UserSessions", "user", "UserSessions("+show(v)+")",
+			func(ctx context.Context, s retail.Store) error { _, err := s.UserSessions(ctx, v); return err })
+		add("User"+b.name, "LogoutUser", "user", "LogoutUser("+show(v)+")",
+			func(ctx context.Context, s retail.Store) error { _, err := s.LogoutUser(ctx, v); return err })
+		if v == "" { // A guest session, or a renewal that keeps the user.
+			continue
+		}
+		add("User"+b.name, "StartSession", "user", `StartSession("tok-a", `+show(v)+")",
+			func(ctx context.Context, s retail.Store) error { _, err := s.StartSession(ctx, "tok-a", v); return err })
+		add("User"+b.name, "RenewSession", "user", `RenewSession("tok-a", "tok-b", `+show(v)+")",
+			func(ctx context.Context, s retail.Store) error {
+				_, err := s.RenewSession(ctx, "tok-a", "tok-b", v)
+				return err
+			})
+	}
+	add("NewTokenSameAsToken", "RenewSession", "newToken", `RenewSession("tok-a", "tok-a", "alice")`,
+		func(ctx context.Context, s retail.Store) error {
+			_, err := s.RenewSession(ctx, "tok-a", "tok-a", "alice")
+			return err
+		})
+	add("NewTokenSameAsTokenGuest", "RenewSession", "newToken", `RenewSession("tok-a", "tok-a", "")`,
+		func(ctx context.Context, s retail.Store) error {
+			_, err := s.RenewSession(ctx, "tok-a", "tok-a", "")
+			return err
+		})
+	bigValue := make([]byte, retail.MaxValueSize+1)
+	add("ValueTooLarge", "SetValue", "value", fmt.Sprintf(`SetValue("tok-a", "flash", <%d bytes>)`, len(bigValue)),
+		func(ctx context.Context, s retail.Store) error { return s.SetValue(ctx, "tok-a", "flash", bigValue) })
+	for _, c := range []struct {
+		name string
+		n    int
+	}{
+		{"NAboveMax", retail.MaxCartCount + 1}, {"NBelowMin", -retail.MaxCartCount - 1},
+		{"NMaxInt", math.MaxInt}, {"NMinInt", math.MinInt},
+	} {
+		add(c.name, "IncrementCart", "n", fmt.Sprintf(`IncrementCart("tok-a", "item-1", %d)`, c.n),
+			func(ctx context.Context, s retail.Store) error {
+				_, err := s.IncrementCart(ctx, "tok-a", "item-1", c.n)
+				return err
+			})
 	}
 	for _, b := range badKeys {
 		v := b.value
@@ -216,6 +311,36 @@ func TestStore_AcceptsLimits(t *testing.T) {
 	call(s.UpdateToken(ctx, "\xff", "line\nbreak\x00", "a:{b}* ü")) // not controls, or not UTF-8 rules
 	call(s.AddToCart(ctx, id, id, retail.MaxCartCount))
 	call(s.AddToCart(ctx, "t", "i", math.MinInt)) // removes the line
+	_, err := s.StartSession(ctx, id, user)
+	call(err)
+	_, err = s.StartSession(ctx, "t", "") // a guest
+	call(err)
+	_, err = s.StartSession(ctx, "\xff", "line\nbreak\x00")
+	call(err)
+	_, _, err = s.RefreshSession(ctx, id, id)
+	call(err)
+	_, _, err = s.RefreshSession(ctx, "t", "") // no item viewed
+	call(err)
+	_, err = s.RenewSession(ctx, id, id[1:]+"j", user)
+	call(err)
+	_, err = s.RenewSession(ctx, "t", "u", "") // keeps the user
+	call(err)
+	_, err = s.UserSessions(ctx, user)
+	call(err)
+	_, err = s.LogoutUser(ctx, "u")
+	call(err)
+	call(s.SetValue(ctx, id, id, make([]byte, retail.MaxValueSize)))
+	call(s.SetValue(ctx, "t", "k", nil))
+	_, _, err = s.Value(ctx, id, id)
+	call(err)
+	_, _, err = s.PopValue(ctx, id, id)
+	call(err)
+	call(s.DeleteValue(ctx, id, id))
+	_, err = s.IncrementCart(ctx, id, id, retail.MaxCartCount)
+	call(err)
+	_, err = s.IncrementCart(ctx, "t", "i", -retail.MaxCartCount)
+	call(err)
+	call(s.CountView(ctx, id))
 	call(s.SetPage(ctx, key, make([]byte, retail.MaxPageSize), retail.MaxPageTTL))
 	call(s.SetPage(ctx, "k", nil, retail.MinDuration))
 	call(s.ScheduleRowCache(ctx, id, retail.MaxRowDelay))
@@ -223,7 +348,7 @@ func TestStore_AcceptsLimits(t *testing.T) {
 	call(s.ScheduleRowCache(ctx, "r", 0))             // unschedules
 	call(s.ScheduleRowCache(ctx, "r", math.MinInt64)) // unschedules
 	call(s.SetRow(ctx, id, make([]byte, retail.MaxRowSize)))
-	_, err := s.CleanSessions(ctx, 0, 0)
+	_, err = s.CleanSessions(ctx, 0, 0)
 	call(err)
 	_, err = s.CleanSessions(ctx, math.MaxInt, math.MaxInt)
 	call(err)
@@ -246,6 +371,23 @@ func TestStore_AcceptsLimits(t *testing.T) {
 		`UpdateToken("\xff", "line\nbreak\x00", "a:{b}* ü")`,
 		fmt.Sprintf(`AddToCart(<256 bytes>, <256 bytes>, %d)`, retail.MaxCartCount),
 		fmt.Sprintf(`AddToCart("t", "i", %d)`, math.MinInt),
+		`StartSession(<256 bytes>, <1024 bytes>)`,
+		`StartSession("t", "")`,
+		`StartSession("\xff", "line\nbreak\x00")`,
+		`RefreshSession(<256 bytes>, <256 bytes>)`,
+		`RefreshSession("t", "")`,
+		`RenewSession(<256 bytes>, <256 bytes>, <1024 bytes>)`,
+		`RenewSession("t", "u", "")`,
+		`UserSessions(<1024 bytes>)`,
+		`LogoutUser("u")`,
+		fmt.Sprintf(`SetValue(<256 bytes>, <256 bytes>, <%d bytes>)`, retail.MaxValueSize),
+		`SetValue("t", "k", <0 bytes>)`,
+		`Value(<256 bytes>, <256 bytes>)`,
+		`PopValue(<256 bytes>, <256 bytes>)`,
+		`DeleteValue(<256 bytes>, <256 bytes>)`,
+		fmt.Sprintf(`IncrementCart(<256 bytes>, <256 bytes>, %d)`, retail.MaxCartCount),
+		fmt.Sprintf(`IncrementCart("t", "i", %d)`, -retail.MaxCartCount),
+		`CountView(<256 bytes>)`,
 		fmt.Sprintf(`SetPage(<2048 bytes>, <%d bytes>, %v)`, retail.MaxPageSize, retail.MaxPageTTL),
 		`SetPage("k", <0 bytes>, 1ms)`,
 		fmt.Sprintf(`ScheduleRowCache(<256 bytes>, %v)`, retail.MaxRowDelay),
@@ -264,5 +406,39 @@ func TestStore_AcceptsLimits(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, d.recorded()); diff != "" {
 		t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestCheckSessionTimes(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		idle, lifetime time.Duration
+		arg            string // the InputError's, or "" for valid times
+	}{
+		{"Defaults", retail.DefaultIdleTimeout, retail.DefaultLifetime, ""},
+		{"Shortest", retail.MinDuration, retail.MinDuration, ""},
+		{"Longest", retail.MaxSessionTime, retail.MaxSessionTime, ""},
+		{"IdleLongerThanLifetime", time.Hour, time.Minute, ""}, // the lifetime ends it first
+		{"IdleZero", 0, time.Hour, "IdleTimeout"},
+		{"IdleNegative", -time.Minute, time.Hour, "IdleTimeout"},
+		{"IdleBelowMin", retail.MinDuration - 1, time.Hour, "IdleTimeout"},
+		{"IdleAboveMax", retail.MaxSessionTime + 1, time.Hour, "IdleTimeout"},
+		{"LifetimeZero", time.Minute, 0, "Lifetime"},
+		{"LifetimeNegative", time.Minute, math.MinInt64, "Lifetime"},
+		{"LifetimeBelowMin", time.Minute, retail.MinDuration - 1, "Lifetime"},
+		{"LifetimeAboveMax", time.Minute, retail.MaxSessionTime + 1, "Lifetime"},
+		{"BothBadNamesIdle", 0, 0, "IdleTimeout"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := retail.CheckSessionTimes("test.New", c.idle, c.lifetime)
+			call := fmt.Sprintf("CheckSessionTimes(%q, %v, %v)", "test.New", c.idle, c.lifetime)
+			if c.arg == "" {
+				if err != nil {
+					t.Errorf("%s = %v, want nil", call, err)
+				}
+				return
+			}
+			wantInputError(t, call, err, "test.New", c.arg)
+		})
 	}
 }

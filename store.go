@@ -2,6 +2,7 @@ package retail
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -50,6 +51,152 @@ func (s *store) CheckToken(ctx context.Context, token string) (string, bool, err
 		return "", false, fail(op, tokenArg(token), err)
 	}
 	return user, ok, nil
+}
+
+func (s *store) StartSession(ctx context.Context, token, user string) (bool, error) {
+	const op = "StartSession"
+	if err := checkID(op, "token", token); err != nil {
+		return false, err
+	}
+	if err := checkGuestUser(op, user); err != nil {
+		return false, err
+	}
+	if err := s.begin(ctx); err != nil {
+		return false, fail(op, tokenArg(token), err)
+	}
+	st, err := s.d.StartSession(ctx, token, user)
+	if err != nil {
+		return false, fail(op, tokenArg(token), err)
+	}
+	return st == driver.OK, nil
+}
+
+func (s *store) RefreshSession(ctx context.Context, token, item string) (string, bool, error) {
+	const op = "RefreshSession"
+	if err := checkID(op, "token", token); err != nil {
+		return "", false, err
+	}
+	if item != "" {
+		if err := checkID(op, "item", item); err != nil {
+			return "", false, err
+		}
+	}
+	if err := s.begin(ctx); err != nil {
+		return "", false, fail(op, tokenArg(token), err)
+	}
+	user, ok, err := s.d.RefreshSession(ctx, token, item)
+	if err != nil {
+		return "", false, fail(op, tokenArg(token), err)
+	}
+	return user, ok, nil
+}
+
+func (s *store) RenewSession(ctx context.Context, token, newToken, user string) (bool, error) {
+	const op = "RenewSession"
+	if err := checkRenewSession(token, newToken, user); err != nil {
+		return false, err
+	}
+	if err := s.begin(ctx); err != nil {
+		return false, fail(op, tokenArg(token), err)
+	}
+	st, err := s.d.RenewSession(ctx, token, newToken, user)
+	switch {
+	case err != nil:
+		return false, fail(op, tokenArg(token), err)
+	case st == driver.Exists:
+		return false, invalid(op, "newToken", "already names a session")
+	}
+	return st == driver.OK, nil
+}
+
+func (s *store) UserSessions(ctx context.Context, user string) ([]SessionInfo, error) {
+	const op = "UserSessions"
+	if err := checkUser(op, user); err != nil {
+		return nil, err
+	}
+	if err := s.begin(ctx); err != nil {
+		return nil, fail(op, keyArg("user", user), err)
+	}
+	infos, err := s.d.UserSessions(ctx, user)
+	if err != nil {
+		return nil, fail(op, keyArg("user", user), err)
+	}
+	out := make([]SessionInfo, len(infos))
+	for i, in := range infos {
+		out[i] = SessionInfo(in)
+	}
+	return out, nil
+}
+
+func (s *store) LogoutUser(ctx context.Context, user string) (int, error) {
+	const op = "LogoutUser"
+	if err := checkUser(op, user); err != nil {
+		return 0, err
+	}
+	if err := s.begin(ctx); err != nil {
+		return 0, fail(op, keyArg("user", user), err)
+	}
+	n, err := s.d.LogoutUser(ctx, user)
+	if err != nil {
+		return n, fail(op, keyArg("user", user), err)
+	}
+	return n, nil
+}
+
+func (s *store) SetValue(ctx context.Context, token, key string, value []byte) error {
+	const op = "SetValue"
+	if err := checkSetValue(token, key, value); err != nil {
+		return err
+	}
+	if err := s.begin(ctx); err != nil {
+		return fail(op, tokenArg(token), err)
+	}
+	st, err := s.d.SetValue(ctx, token, key, value)
+	switch {
+	case err != nil:
+		return fail(op, tokenArg(token), err)
+	case st == driver.NoSession:
+		return fail(op, tokenArg(token), ErrNoSession)
+	case st == driver.Full:
+		return invalid(op, "key", "a new value in a session of "+strconv.Itoa(MaxSessionValues)+" values")
+	}
+	return nil
+}
+
+func (s *store) Value(ctx context.Context, token, key string) ([]byte, bool, error) {
+	return s.readValue(ctx, "Value", token, key, s.d.Value)
+}
+
+func (s *store) PopValue(ctx context.Context, token, key string) ([]byte, bool, error) {
+	return s.readValue(ctx, "PopValue", token, key, s.d.PopValue)
+}
+
+func (s *store) readValue(ctx context.Context, op, token, key string, read func(context.Context, string, string) ([]byte, bool, error)) ([]byte, bool, error) {
+	if err := checkTokenKey(op, token, key); err != nil {
+		return nil, false, err
+	}
+	if err := s.begin(ctx); err != nil {
+		return nil, false, fail(op, tokenArg(token), err)
+	}
+	v, ok, err := read(ctx, token, key)
+	if err != nil {
+		return nil, false, fail(op, tokenArg(token), err)
+	}
+	return v, ok, nil
+}
+
+func (s *store) DeleteValue(ctx context.Context, token, key string) error {
+	const op = "DeleteValue"
+	if err := checkTokenKey(op, token, key); err != nil {
+		return err
+	}
+	if err := s.begin(ctx); err != nil {
+		return fail(op, tokenArg(token), err)
+	}
+	if err := s.d.DeleteValue(ctx, token, key); err != nil {
+		return fail(op, tokenArg(token), err)
+	}
+	return nil
 }
 
 func (s *store) UpdateToken(ctx context.Context, token, user, item string) error {
@@ -133,12 +280,36 @@ func (s *store) AddToCart(ctx context.Context, token, item string, count int) er
 	if err := s.begin(ctx); err != nil {
 		return fail(op, tokenArg(token), err)
 	}
-	found, err := s.d.AddToCart(ctx, token, item, count)
-	if err != nil {
-		return fail(op, tokenArg(token), err)
+	st, err := s.d.AddToCart(ctx, token, item, count)
+	return cartStatus(op, token, st, err)
+}
+
+func (s *store) IncrementCart(ctx context.Context, token, item string, n int) (int, error) {
+	const op = "IncrementCart"
+	if err := checkIncrementCart(token, item, n); err != nil {
+		return 0, err
 	}
-	if !found {
+	if err := s.begin(ctx); err != nil {
+		return 0, fail(op, tokenArg(token), err)
+	}
+	count, st, err := s.d.IncrementCart(ctx, token, item, n)
+	if err := cartStatus(op, token, st, err); err != nil {
+		return 0, err
+	}
+	return count, nil
+}
+
+// cartStatus turns a driver's answer to a cart write into the Store's.
+func cartStatus(op, token string, st driver.Status, err error) error {
+	switch {
+	case err != nil:
+		return fail(op, tokenArg(token), err)
+	case st == driver.NoSession:
 		return fail(op, tokenArg(token), ErrNoSession)
+	case st == driver.Full:
+		return invalid(op, "item", "a new line in a cart of "+strconv.Itoa(MaxCartLines)+" lines")
+	case st == driver.TooMany:
+		return invalid(op, "n", "makes the count more than "+strconv.Itoa(MaxCartCount))
 	}
 	return nil
 }
@@ -244,6 +415,20 @@ func (s *store) SetRow(ctx context.Context, row string, data []byte) error {
 	}
 	if err := s.d.SetRow(ctx, row, data); err != nil {
 		return fail(op, keyArg("row", row), err)
+	}
+	return nil
+}
+
+func (s *store) CountView(ctx context.Context, item string) error {
+	const op = "CountView"
+	if err := checkID(op, "item", item); err != nil {
+		return err
+	}
+	if err := s.begin(ctx); err != nil {
+		return fail(op, keyArg("item", item), err)
+	}
+	if err := s.d.CountView(ctx, item); err != nil {
+		return fail(op, keyArg("item", item), err)
 	}
 	return nil
 }

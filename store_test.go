@@ -44,12 +44,24 @@ const secretToken = "tok-6f1d2c9a"
 func storeCalls() []storeCall {
 	const tokenKey = `token "tok-"…`
 	return []storeCall{
+		{"StartSession", tokenKey, `StartSession("tok-6f1d2c9a", "alice")`, func(ctx context.Context, s retail.Store) error {
+			_, err := s.StartSession(ctx, secretToken, "alice")
+			return err
+		}},
 		{"CheckToken", tokenKey, `CheckToken("tok-6f1d2c9a")`, func(ctx context.Context, s retail.Store) error {
 			_, _, err := s.CheckToken(ctx, secretToken)
 			return err
 		}},
+		{"RefreshSession", tokenKey, `RefreshSession("tok-6f1d2c9a", "item-1")`, func(ctx context.Context, s retail.Store) error {
+			_, _, err := s.RefreshSession(ctx, secretToken, "item-1")
+			return err
+		}},
 		{"UpdateToken", tokenKey, `UpdateToken("tok-6f1d2c9a", "alice", "item-1")`, func(ctx context.Context, s retail.Store) error {
 			return s.UpdateToken(ctx, secretToken, "alice", "item-1")
+		}},
+		{"RenewSession", tokenKey, `RenewSession("tok-6f1d2c9a", "new-0b7e", "alice")`, func(ctx context.Context, s retail.Store) error {
+			_, err := s.RenewSession(ctx, secretToken, "new-0b7e", "alice")
+			return err
 		}},
 		{"RecentItems", tokenKey, `RecentItems("tok-6f1d2c9a")`, func(ctx context.Context, s retail.Store) error {
 			_, err := s.RecentItems(ctx, secretToken)
@@ -57,6 +69,14 @@ func storeCalls() []storeCall {
 		}},
 		{"Logout", tokenKey, `Logout("tok-6f1d2c9a")`, func(ctx context.Context, s retail.Store) error {
 			return s.Logout(ctx, secretToken)
+		}},
+		{"UserSessions", `user "alice"`, `UserSessions("alice")`, func(ctx context.Context, s retail.Store) error {
+			_, err := s.UserSessions(ctx, "alice")
+			return err
+		}},
+		{"LogoutUser", `user "alice"`, `LogoutUser("alice")`, func(ctx context.Context, s retail.Store) error {
+			_, err := s.LogoutUser(ctx, "alice")
+			return err
 		}},
 		{"SessionCount", "", `SessionCount()`, func(ctx context.Context, s retail.Store) error {
 			_, err := s.SessionCount(ctx)
@@ -66,8 +86,26 @@ func storeCalls() []storeCall {
 			_, err := s.CleanSessions(ctx, 10, 100)
 			return err
 		}},
+		{"SetValue", tokenKey, `SetValue("tok-6f1d2c9a", "flash", <5 bytes>)`, func(ctx context.Context, s retail.Store) error {
+			return s.SetValue(ctx, secretToken, "flash", []byte("saved"))
+		}},
+		{"Value", tokenKey, `Value("tok-6f1d2c9a", "flash")`, func(ctx context.Context, s retail.Store) error {
+			_, _, err := s.Value(ctx, secretToken, "flash")
+			return err
+		}},
+		{"PopValue", tokenKey, `PopValue("tok-6f1d2c9a", "flash")`, func(ctx context.Context, s retail.Store) error {
+			_, _, err := s.PopValue(ctx, secretToken, "flash")
+			return err
+		}},
+		{"DeleteValue", tokenKey, `DeleteValue("tok-6f1d2c9a", "flash")`, func(ctx context.Context, s retail.Store) error {
+			return s.DeleteValue(ctx, secretToken, "flash")
+		}},
 		{"AddToCart", tokenKey, `AddToCart("tok-6f1d2c9a", "item-1", 2)`, func(ctx context.Context, s retail.Store) error {
 			return s.AddToCart(ctx, secretToken, "item-1", 2)
+		}},
+		{"IncrementCart", tokenKey, `IncrementCart("tok-6f1d2c9a", "item-1", -3)`, func(ctx context.Context, s retail.Store) error {
+			_, err := s.IncrementCart(ctx, secretToken, "item-1", -3)
+			return err
 		}},
 		{"Cart", tokenKey, `Cart("tok-6f1d2c9a")`, func(ctx context.Context, s retail.Store) error {
 			_, err := s.Cart(ctx, secretToken)
@@ -93,6 +131,9 @@ func storeCalls() []storeCall {
 		}},
 		{"SetRow", `row "row-1"`, `SetRow("row-1", <2 bytes>)`, func(ctx context.Context, s retail.Store) error {
 			return s.SetRow(ctx, "row-1", []byte("{}"))
+		}},
+		{"CountView", `item "item-1"`, `CountView("item-1")`, func(ctx context.Context, s retail.Store) error {
+			return s.CountView(ctx, "item-1")
 		}},
 		{"ItemRank", `item "item-1"`, `ItemRank("item-1")`, func(ctx context.Context, s retail.Store) error {
 			_, _, err := s.ItemRank(ctx, "item-1")
@@ -200,8 +241,38 @@ func TestStore_WrapsDriverErrorsOnce(t *testing.T) {
 // tokens of several lengths: the error shows at most four bytes of it.
 func TestStore_ErrorsHideTokens(t *testing.T) {
 	calls := map[string]func(ctx context.Context, s retail.Store, token string) error{
+		"StartSession": func(ctx context.Context, s retail.Store, token string) error {
+			_, err := s.StartSession(ctx, token, "")
+			return err
+		},
 		"CheckToken": func(ctx context.Context, s retail.Store, token string) error {
 			_, _, err := s.CheckToken(ctx, token)
+			return err
+		},
+		"RefreshSession": func(ctx context.Context, s retail.Store, token string) error {
+			_, _, err := s.RefreshSession(ctx, token, "")
+			return err
+		},
+		"RenewSession": func(ctx context.Context, s retail.Store, token string) error {
+			_, err := s.RenewSession(ctx, token, "new-"+token, "")
+			return err
+		},
+		"SetValue": func(ctx context.Context, s retail.Store, token string) error {
+			return s.SetValue(ctx, token, "k", nil)
+		},
+		"Value": func(ctx context.Context, s retail.Store, token string) error {
+			_, _, err := s.Value(ctx, token, "k")
+			return err
+		},
+		"PopValue": func(ctx context.Context, s retail.Store, token string) error {
+			_, _, err := s.PopValue(ctx, token, "k")
+			return err
+		},
+		"DeleteValue": func(ctx context.Context, s retail.Store, token string) error {
+			return s.DeleteValue(ctx, token, "k")
+		},
+		"IncrementCart": func(ctx context.Context, s retail.Store, token string) error {
+			_, err := s.IncrementCart(ctx, token, "item-1", 1)
 			return err
 		},
 		"UpdateToken": func(ctx context.Context, s retail.Store, token string) error {
@@ -262,15 +333,102 @@ func TestStore_ErrorsShortenLongKeys(t *testing.T) {
 	wantOpError(t, "Page(<MaxPageKeyLen bytes>)", err, "Page", `key "`+x64+`"…`, derr)
 }
 
-func TestStore_AddToCartWithoutSessionIsErrNoSession(t *testing.T) {
-	d := &fakeDriver{noSession: true}
-	err := retail.NewStore(d).AddToCart(t.Context(), secretToken, "item-1", 2)
-	wantOpError(t, "AddToCart without a session", err, "AddToCart", `token "tok-"…`, retail.ErrNoSession)
-	if want := `retail: AddToCart(token "tok-"…): no such session`; err != nil && err.Error() != want {
-		t.Errorf("AddToCart without a session = %q, want %q", err, want)
-	}
-	if diff := cmp.Diff([]string{`AddToCart("tok-6f1d2c9a", "item-1", 2)`}, d.recorded()); diff != "" {
-		t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
+// statusOutcome is what a Store call returns when its driver reports a
+// driver.Status: a result, and no error, ErrNoSession (as an *OpError) or an
+// *InputError for invalidArg.
+type statusOutcome struct {
+	result     any
+	noSession  bool
+	invalidArg string
+}
+
+// TestStore_MapsDriverStatuses makes each call whose driver reports a
+// driver.Status with each status its driver may report, over a driver that
+// also returns a count of 7: a status that refuses the write is an error
+// (ErrNoSession, or ErrInvalid for a limit of stored state), and a refused
+// call returns no count.
+func TestStore_MapsDriverStatuses(t *testing.T) {
+	const tokenKey = `token "tok-"…`
+	for _, c := range []struct {
+		op   string
+		sent string
+		do   func(ctx context.Context, s retail.Store) (any, error)
+		want map[driver.Status]statusOutcome
+	}{
+		{"StartSession", `StartSession("tok-6f1d2c9a", "alice")`,
+			func(ctx context.Context, s retail.Store) (any, error) {
+				return s.StartSession(ctx, secretToken, "alice")
+			},
+			map[driver.Status]statusOutcome{
+				driver.OK:     {result: true},
+				driver.Exists: {result: false},
+			}},
+		{"RenewSession", `RenewSession("tok-6f1d2c9a", "new-0b7e", "")`,
+			func(ctx context.Context, s retail.Store) (any, error) {
+				return s.RenewSession(ctx, secretToken, "new-0b7e", "")
+			},
+			map[driver.Status]statusOutcome{
+				driver.OK:        {result: true},
+				driver.NoSession: {result: false},
+				driver.Exists:    {result: false, invalidArg: "newToken"},
+			}},
+		{"SetValue", `SetValue("tok-6f1d2c9a", "flash", <0 bytes>)`,
+			func(ctx context.Context, s retail.Store) (any, error) {
+				return nil, s.SetValue(ctx, secretToken, "flash", []byte{})
+			},
+			map[driver.Status]statusOutcome{
+				driver.OK:        {},
+				driver.NoSession: {noSession: true},
+				driver.Full:      {invalidArg: "key"},
+			}},
+		{"AddToCart", `AddToCart("tok-6f1d2c9a", "item-1", 2)`,
+			func(ctx context.Context, s retail.Store) (any, error) {
+				return nil, s.AddToCart(ctx, secretToken, "item-1", 2)
+			},
+			map[driver.Status]statusOutcome{
+				driver.OK:        {},
+				driver.NoSession: {noSession: true},
+				driver.Full:      {invalidArg: "item"},
+			}},
+		{"IncrementCart", `IncrementCart("tok-6f1d2c9a", "item-1", 5)`,
+			func(ctx context.Context, s retail.Store) (any, error) {
+				return s.IncrementCart(ctx, secretToken, "item-1", 5)
+			},
+			map[driver.Status]statusOutcome{
+				driver.OK:        {result: 7},
+				driver.NoSession: {result: 0, noSession: true},
+				driver.Full:      {result: 0, invalidArg: "item"},
+				driver.TooMany:   {result: 0, invalidArg: "n"},
+			}},
+	} {
+		for st, want := range c.want {
+			t.Run(fmt.Sprintf("%s/Status%d", c.op, st), func(t *testing.T) {
+				d := &fakeDriver{status: st, count: 7}
+				got, err := c.do(t.Context(), retail.NewStore(d))
+				desc := fmt.Sprintf("%s reporting status %d", c.sent, st)
+				switch {
+				case want.noSession:
+					wantOpError(t, desc, err, c.op, tokenKey, retail.ErrNoSession)
+					if want := "retail: " + c.op + "(" + tokenKey + "): no such session"; err != nil && err.Error() != want {
+						t.Errorf("%s = %q, want %q", desc, err, want)
+					}
+				case want.invalidArg != "":
+					wantInputError(t, desc, err, c.op, want.invalidArg)
+					var oe *retail.OpError
+					if errors.As(err, &oe) {
+						t.Errorf("%s = %v, want the *InputError itself, not wrapped in an *OpError", desc, err)
+					}
+				case err != nil:
+					t.Errorf("%s = %v, want nil error", desc, err)
+				}
+				if got != want.result {
+					t.Errorf("%s = %v, want %v", desc, got, want.result)
+				}
+				if diff := cmp.Diff([]string{c.sent}, d.recorded()); diff != "" {
+					t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
+				}
+			})
+		}
 	}
 }
 
@@ -282,49 +440,94 @@ func TestStore_PassesResultsThrough(t *testing.T) {
 	}
 	s := retail.NewStore(d)
 	type results struct {
-		User    string
-		OK      [4]bool
-		Items   []string
-		Count   int
-		Removed int
-		Cart    map[string]int
-		Page    string
-		Rows    []string
-		Row     string
-		Rank    int
+		User       [2]string
+		OK         [6]bool
+		Items      []string
+		Count      int
+		LoggedOut  int
+		Increment  int
+		Removed    int
+		Cart       map[string]int
+		Page       string
+		Value, Pop string
+		Rows       []string
+		Row        string
+		Rank       int
 	}
 	var got results
 	var errs []error
 	var err error
-	got.User, got.OK[0], err = s.CheckToken(ctx, "tok")
+	got.User[0], got.OK[0], err = s.CheckToken(ctx, "tok")
+	errs = append(errs, err)
+	got.User[1], got.OK[1], err = s.RefreshSession(ctx, "tok", "item")
 	errs = append(errs, err)
 	got.Items, err = s.RecentItems(ctx, "tok")
 	errs = append(errs, err)
 	got.Count, err = s.SessionCount(ctx)
 	errs = append(errs, err)
+	got.LoggedOut, err = s.LogoutUser(ctx, "alice")
+	errs = append(errs, err)
 	got.Removed, err = s.CleanSessions(ctx, 0, 10)
+	errs = append(errs, err)
+	got.Increment, err = s.IncrementCart(ctx, "tok", "item", 1)
 	errs = append(errs, err)
 	got.Cart, err = s.Cart(ctx, "tok")
 	errs = append(errs, err)
-	var page, row []byte
-	page, got.OK[1], err = s.Page(ctx, "key")
+	var page, row, value, pop []byte
+	page, got.OK[2], err = s.Page(ctx, "key")
+	errs = append(errs, err)
+	value, got.OK[3], err = s.Value(ctx, "tok", "key")
+	errs = append(errs, err)
+	pop, got.OK[4], err = s.PopValue(ctx, "tok", "key")
 	errs = append(errs, err)
 	got.Rows, err = s.ClaimDueRows(ctx, 10)
 	errs = append(errs, err)
-	row, got.OK[2], err = s.Row(ctx, "row")
+	row, got.OK[5], err = s.Row(ctx, "row")
 	errs = append(errs, err)
-	got.Rank, got.OK[3], err = s.ItemRank(ctx, "item")
+	got.Rank, _, err = s.ItemRank(ctx, "item")
 	errs = append(errs, err)
-	got.Page, got.Row = string(page), string(row)
+	got.Page, got.Row, got.Value, got.Pop = string(page), string(row), string(value), string(pop)
 	if err := errors.Join(errs...); err != nil {
 		t.Fatalf("calls = %v, want nil errors", err)
 	}
 	want := results{
-		User: "alice", OK: [4]bool{true, true, true, true}, Items: []string{"b", "a"}, Count: 7, Removed: 3,
-		Cart: map[string]int{"a": 2}, Page: "data", Rows: []string{"r1", "r2"}, Row: "data", Rank: 4,
+		User: [2]string{"alice", "alice"}, OK: [6]bool{true, true, true, true, true, true},
+		Items: []string{"b", "a"}, Count: 7, LoggedOut: 7, Increment: 7, Removed: 3,
+		Cart: map[string]int{"a": 2}, Page: "data", Value: "data", Pop: "data",
+		Rows: []string{"r1", "r2"}, Row: "data", Rank: 4,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("results mismatch (-driver's +Store's):\n%s", diff)
+	}
+}
+
+// TestStore_PassesMissesThrough: a driver's miss is the Store's miss, with a
+// nil error.
+func TestStore_PassesMissesThrough(t *testing.T) {
+	ctx := t.Context()
+	s := retail.NewStore(&fakeDriver{})
+	var oks []bool
+	var errs []error
+	note := func(ok bool, err error) { oks, errs = append(oks, ok), append(errs, err) }
+	_, ok, err := s.CheckToken(ctx, "tok")
+	note(ok, err)
+	_, ok, err = s.RefreshSession(ctx, "tok", "")
+	note(ok, err)
+	_, ok, err = s.Value(ctx, "tok", "key")
+	note(ok, err)
+	_, ok, err = s.PopValue(ctx, "tok", "key")
+	note(ok, err)
+	_, ok, err = s.Page(ctx, "key")
+	note(ok, err)
+	_, ok, err = s.Row(ctx, "row")
+	note(ok, err)
+	_, ok, err = s.ItemRank(ctx, "item")
+	note(ok, err)
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("lookups over a driver that misses = %v, want nil errors", err)
+	}
+	if diff := cmp.Diff(make([]bool, len(oks)), oks); diff != "" {
+		t.Errorf("ok of lookups over a driver that misses (-want +got):\n%s", diff)
 	}
 }
 
@@ -347,6 +550,34 @@ func TestStore_TopItemsConverts(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"TopItems(2)"}, d.recorded()); diff != "" {
 		t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestStore_UserSessionsConverts(t *testing.T) {
+	created := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
+	d := &fakeDriver{sessions: []driver.SessionInfo{
+		{Token: "tok-1", User: "alice", Created: created, LastSeen: created.Add(time.Minute)},
+		{Token: "tok-2", User: "alice", Created: created.Add(time.Hour), LastSeen: created.Add(2 * time.Hour)},
+	}}
+	got, err := retail.NewStore(d).UserSessions(t.Context(), "alice")
+	if err != nil {
+		t.Fatalf("UserSessions(\"alice\") = %v", err)
+	}
+	want := []retail.SessionInfo{
+		{Token: "tok-1", User: "alice", Created: created, LastSeen: created.Add(time.Minute)},
+		{Token: "tok-2", User: "alice", Created: created.Add(time.Hour), LastSeen: created.Add(2 * time.Hour)},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("UserSessions(\"alice\") mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{`UserSessions("alice")`}, d.recorded()); diff != "" {
+		t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
+	}
+
+	// A user without sessions has none: an empty result, not an error.
+	got, err = retail.NewStore(&fakeDriver{}).UserSessions(t.Context(), "bob")
+	if err != nil || len(got) != 0 {
+		t.Errorf("UserSessions(\"bob\") over a driver returning nil = %v, %v, want none, nil", got, err)
 	}
 }
 

@@ -69,6 +69,48 @@ func Benchmark(b *testing.B, newStore Factory) {
 			})
 		})
 	})
+	// RefreshSession is what a server calls on every request of a
+	// visitor with a session.
+	b.Run("RefreshSession", func(b *testing.B) {
+		s := p.store(b, newStore)
+		refresh := func(ctx context.Context, i int, item string) error {
+			if _, ok, err := s.RefreshSession(ctx, p.tokens[i], item); err != nil || !ok {
+				return fmt.Errorf("RefreshSession(%q, %q) = %v, %v, want a hit", p.tokens[i], item, ok, err)
+			}
+			return nil
+		}
+		b.Run("serial", func(b *testing.B) {
+			z := p.zipf(seed.Add(1))
+			measure(b, func(ctx context.Context, i int) error {
+				return refresh(ctx, i%p.sessions, p.itemNames[z.Uint64()])
+			})
+		})
+		b.Run("parallel", func(b *testing.B) {
+			measureParallel(b, &p, &seed, func(ctx context.Context, r *rand.Rand, z *rand.Zipf) error {
+				return refresh(ctx, r.IntN(p.sessions), p.itemNames[z.Uint64()])
+			})
+		})
+	})
+	// StartSession is a login or a guest's first cart: a new token each
+	// time, built in the loop (its allocations are counted).
+	b.Run("StartSession", func(b *testing.B) {
+		s := p.store(b, newStore)
+		var next atomic.Int64
+		startOne := func(ctx context.Context) error {
+			n := next.Add(1)
+			token := "bench-new-" + strconv.FormatInt(n, 10)
+			if created, err := s.StartSession(ctx, token, p.users[int(n)%p.sessions]); err != nil || !created {
+				return fmt.Errorf("StartSession(%q) = %v, %v, want true, nil", token, created, err)
+			}
+			return nil
+		}
+		b.Run("serial", func(b *testing.B) {
+			measure(b, func(ctx context.Context, _ int) error { return startOne(ctx) })
+		})
+		b.Run("parallel", func(b *testing.B) {
+			measureParallel(b, &p, &seed, func(ctx context.Context, _ *rand.Rand, _ *rand.Zipf) error { return startOne(ctx) })
+		})
+	})
 	// CheckToken reads the sessions of the people browsing now: a hot set of
 	// benchHot tokens, each read many times, as a shop's requests are. A
 	// store with a client-side cache serves these from memory.
@@ -95,6 +137,30 @@ func Benchmark(b *testing.B, newStore Factory) {
 		z := p.zipf(seed.Add(1))
 		measure(b, func(ctx context.Context, i int) error {
 			return s.AddToCart(ctx, p.tokens[i%p.sessions], p.itemNames[z.Uint64()], 1+i%5)
+		})
+	})
+	// IncrementCart adds an item to a session's cart, and takes it out
+	// again the next time round the population, so carts stay small
+	// however long the benchmark runs.
+	b.Run("IncrementCart", func(b *testing.B) {
+		s := p.store(b, newStore)
+		z := p.zipf(seed.Add(1))
+		cartItems := make([]string, p.sessions)
+		for i := range cartItems {
+			cartItems[i] = p.itemNames[z.Uint64()]
+		}
+		measure(b, func(ctx context.Context, i int) error {
+			j, n := i%p.sessions, 1-2*(i/p.sessions%2)
+			_, err := s.IncrementCart(ctx, p.tokens[j], cartItems[j], n)
+			return err
+		})
+	})
+	// CountView is a page view of a visitor without a session.
+	b.Run("CountView", func(b *testing.B) {
+		s := p.store(b, newStore)
+		z := p.zipf(seed.Add(1))
+		measure(b, func(ctx context.Context, _ int) error {
+			return s.CountView(ctx, p.itemNames[z.Uint64()])
 		})
 	})
 	b.Run("ItemRank", func(b *testing.B) {

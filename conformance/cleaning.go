@@ -1,12 +1,9 @@
 package conformance
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/retailkit/retail"
 )
 
 var cleaningTests = []behaviour{
@@ -23,16 +20,18 @@ var cleaningTests = []behaviour{
 	{name: "Clean_NewSessionAfterCleaningStartsEmpty", test: testCleanThenNewSession},
 	{name: "Clean_SessionRefreshedDuringPassSurvives", test: testCleanRefreshDuringPass},
 	{name: "Clean_SessionRefreshedAsPassStartsSurvives", test: testCleanRefreshAsPassStarts},
+	{name: "Clean_RefreshSessionDuringPassSurvives", test: testCleanRefreshSessionDuringPass},
 }
 
 // agedSessions creates one session a token, a second apart, oldest first,
-// each with a cart line and a viewed item, and moves the clock a second past
-// the newest.
+// each with a cart line, a viewed item and a value, and moves the clock a
+// second past the newest.
 func agedSessions(h *harness, tokens []string) {
 	h.t.Helper()
 	for _, token := range tokens {
 		h.update(token, "user-"+token, "item-"+token)
 		h.addToCart(token, "item-"+token, 1)
+		h.setValue(token, "flash", []byte(token))
 		h.clock.Advance(time.Second)
 	}
 }
@@ -49,8 +48,13 @@ func wantAlive(h *harness, tokens []string, alive ...string) {
 			h.wantUser(token, "user-"+token)
 			h.wantRecent(token, "item-"+token)
 			h.wantCart(token, map[string]int{"item-" + token: 1})
+			h.wantValue(token, "flash", token)
+			if got := h.userSessions("user-" + token); len(got) != 1 || got[0].Token != token {
+				h.t.Errorf("UserSessions(%q) = %+v, want %q's session", "user-"+token, got, token)
+			}
 		} else {
 			h.wantNoSession(token)
+			h.wantUserSessions("user-" + token)
 		}
 	}
 	h.wantCount(len(alive))
@@ -133,19 +137,21 @@ func testCleanLeavesNothing(h *harness) {
 		}
 		h.addToCart(token, "item-0", i+1)
 		h.addToCart(token, "item-x", 1)
+		for _, key := range valueKeys {
+			h.setValue(token, key, []byte(key))
+		}
 		h.clock.Advance(time.Second)
 	}
 	h.wantClean(3, 100, 3)
 	for _, token := range tokens[:3] {
 		h.wantNoSession(token)
-		// No cart can outlive its session.
-		if err := h.s.AddToCart(h.ctx, token, "item-0", 1); !errors.Is(err, retail.ErrNoSession) {
-			h.t.Errorf("AddToCart(%q, \"item-0\", 1) after cleaning = %v, want ErrNoSession", token, err)
-		}
-		h.wantCart(token, nil)
+		h.wantUserSessions("user-" + token)
+		// No cart or value can outlive its session.
+		h.wantNoSessionWrites(token)
 	}
 	for _, token := range tokens[3:] {
 		h.wantUser(token, "user-"+token)
+		h.wantValue(token, "csrf", "csrf")
 	}
 	h.wantCountOf(tokens)
 }

@@ -157,3 +157,81 @@ func testCleanRefreshAsPassStarts(h *harness) {
 			found, total, max, removed, total-removed)
 	}
 }
+
+// testCleanRefreshSessionDuringPass is testCleanRefreshDuringPass with the
+// refresh a server makes, RefreshSession, which never brings back a session
+// the pass removed. Each refresh waits until the pass has begun, so one
+// that found its session refreshed it after the pass began, and the pass
+// must not remove it; one that missed found it removed already.
+func testCleanRefreshSessionDuringPass(h *harness) {
+	const total, rounds = 5000, 3
+	for round := range rounds {
+		h.clean(0, h.sessionCount())
+		tokens := agedRace(h, fmt.Sprintf("round%d", round), total)
+		var targets []string
+		for i := total - 1; i >= total/2; i -= 2 {
+			targets = append(targets, tokens[i])
+		}
+
+		var (
+			wg       sync.WaitGroup
+			began    = make(chan struct{})
+			finished atomic.Bool
+			found    = make([]bool, len(targets))
+			overlap  bool
+			removed  int
+			err      error
+		)
+		wg.Go(func() {
+			close(began)
+			removed, err = h.s.CleanSessions(h.ctx, 0, total)
+			finished.Store(true)
+		})
+		wg.Go(func() {
+			<-began
+			for !finished.Load() {
+				_, ok, err := h.s.CheckToken(h.ctx, tokens[0])
+				if err != nil {
+					h.t.Errorf("CheckToken(%q) during cleaning = %v, want nil error", tokens[0], err)
+					return
+				}
+				if !ok {
+					break
+				}
+			}
+			for i, token := range targets {
+				user, ok, err := h.s.RefreshSession(h.ctx, token, "fresh-item")
+				if err != nil || ok && user != "old-"+token {
+					h.t.Errorf("RefreshSession(%q, \"fresh-item\") during cleaning = %q, %v, %v, want %q or a miss", token, user, ok, err, "old-"+token)
+					return
+				}
+				found[i] = ok
+				if i == 0 {
+					overlap = ok && !finished.Load()
+				}
+			}
+		})
+		wg.Wait()
+		if err != nil {
+			h.t.Fatalf("CleanSessions(0, %d) = %v, want nil error", total, err)
+		}
+		if removed < 1 || removed > total {
+			h.t.Errorf("CleanSessions(0, %d) = %d, want 1..%d", total, removed, total)
+		}
+		for i, token := range targets {
+			if !found[i] {
+				h.wantNoSession(token)
+				continue
+			}
+			h.wantUser(token, "old-"+token)
+			if got := h.recent(token); len(got) == 0 || got[0] != "fresh-item" {
+				h.t.Errorf("RecentItems(%q) = %q, want \"fresh-item\" first", token, got)
+			}
+		}
+		h.wantCountOf(tokens)
+		if h.t.Failed() || overlap {
+			return
+		}
+	}
+	h.t.Logf("no refresh found its session while a pass ran, in %d rounds: this run could not see the race", rounds)
+}

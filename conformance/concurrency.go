@@ -5,15 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/retailkit/retail"
 )
 
@@ -25,11 +22,6 @@ var concurrencyTests = []behaviour{
 	{name: "Concurrent_NoCartOutlivesItsSession", test: testConcurrentCartLogout},
 	{name: "Concurrent_RescaleDoesNotLoseViews", test: testConcurrentRescale},
 }
-
-// mixedBudget bounds how long the mixed workload runs, so a slow backend
-// under the race detector finishes with fewer operations instead of timing
-// out; the invariants hold for any prefix of the workload.
-const mixedBudget = 15 * time.Second
 
 func userOf(token string) string { return "user-" + token }
 
@@ -65,148 +57,6 @@ func wantRanked(t testing.TB, n int, top []retail.ItemViews) {
 	})
 	if !sorted || len(top) > n {
 		t.Errorf("TopItems(%d) = %v, want at most %d items by views descending, then name", n, top, n)
-	}
-}
-
-func testConcurrentMixed(h *harness) {
-	const workers, opsPerWorker = 16, 300
-	tokens, items, pages, rows := seq("tok", 48), seq("item", 40), seq("page", 8), seq("row", 64)
-	for _, row := range rows {
-		// Rows stay claimed: the clock moves far less than an hour below.
-		h.schedule(row, time.Hour)
-	}
-	began := time.Now()
-	viewed := make([]map[string]int, workers)
-	claimed := make([][]string, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		viewed[w] = make(map[string]int)
-		wg.Go(func() {
-			t, ctx, s := h.t, h.ctx, h.s
-			r := rand.New(rand.NewPCG(1, uint64(w)))
-			for i := 0; i < opsPerWorker && time.Since(began) < mixedBudget; i++ {
-				token, item := tokens[r.IntN(len(tokens))], items[r.IntN(len(items))]
-				switch op := r.IntN(15); op {
-				case 0, 1, 2:
-					if err := s.UpdateToken(ctx, token, userOf(token), item); err != nil {
-						t.Errorf("UpdateToken(%q, %q, %q) = %v, want nil", token, userOf(token), item, err)
-					} else {
-						viewed[w][item]++
-					}
-				case 3:
-					if err := s.UpdateToken(ctx, token, userOf(token), ""); err != nil {
-						t.Errorf("UpdateToken(%q, %q, \"\") = %v, want nil", token, userOf(token), err)
-					}
-				case 4:
-					count := r.IntN(5)
-					if err := s.AddToCart(ctx, token, item, count); err != nil && !errors.Is(err, retail.ErrNoSession) {
-						t.Errorf("AddToCart(%q, %q, %d) = %v, want nil or ErrNoSession", token, item, count, err)
-					}
-				case 5:
-					if user, ok, err := s.CheckToken(ctx, token); err != nil || ok && user != userOf(token) {
-						t.Errorf("CheckToken(%q) = %q, %v, %v, want %q or a miss", token, user, ok, err, userOf(token))
-					}
-				case 6:
-					recent, err := s.RecentItems(ctx, token)
-					if err != nil {
-						t.Errorf("RecentItems(%q) = %v, want nil error", token, err)
-					}
-					wantRecentShape(t, token, recent, items)
-				case 7:
-					c, err := s.Cart(ctx, token)
-					if err != nil {
-						t.Errorf("Cart(%q) = %v, want nil error", token, err)
-					}
-					for item, n := range c {
-						if n < 1 || n > 4 || !slices.Contains(items, item) {
-							t.Errorf("Cart(%q) = %v, want items from the workload with counts 1..4", token, c)
-							break
-						}
-					}
-				case 8:
-					if err := s.Logout(ctx, token); err != nil {
-						t.Errorf("Logout(%q) = %v, want nil", token, err)
-					}
-				case 9:
-					if n, err := s.CleanSessions(ctx, 24, 5); err != nil || n < 0 || n > 5 {
-						t.Errorf("CleanSessions(24, 5) = %d, %v, want 0..5, nil", n, err)
-					}
-					if n, err := s.SessionCount(ctx); err != nil || n < 0 || n > len(tokens) {
-						t.Errorf("SessionCount() = %d, %v, want 0..%d, nil", n, err, len(tokens))
-					}
-				case 10:
-					top, err := s.TopItems(ctx, 10)
-					if err != nil {
-						t.Errorf("TopItems(10) = %v, want nil error", err)
-					}
-					wantRanked(t, 10, top)
-				case 11:
-					if rank, ok, err := s.ItemRank(ctx, item); err != nil || ok && (rank < 0 || rank >= len(items)) {
-						t.Errorf("ItemRank(%q) = %d, %v, %v, want 0..%d or no rank", item, rank, ok, err, len(items)-1)
-					}
-				case 12:
-					key := pages[r.IntN(len(pages))]
-					if r.IntN(2) == 0 {
-						body := fmt.Sprintf("%s by worker %d op %d", key, w, i)
-						if err := s.SetPage(ctx, key, []byte(body), time.Minute); err != nil {
-							t.Errorf("SetPage(%q, %q, 1m) = %v, want nil", key, body, err)
-						}
-					} else if body, ok, err := s.Page(ctx, key); err != nil || ok && !strings.HasPrefix(string(body), key+" by ") {
-						t.Errorf("Page(%q) = %q, %v, %v, want a body written for %q or a miss", key, body, ok, err, key)
-					}
-				case 13:
-					got, err := s.ClaimDueRows(ctx, 3)
-					if err != nil || len(got) > 3 {
-						t.Errorf("ClaimDueRows(3) = %q, %v, want at most 3 rows, nil", got, err)
-					}
-					claimed[w] = append(claimed[w], got...)
-				case 14:
-					h.clock.Advance(time.Millisecond)
-				}
-			}
-		})
-	}
-	wg.Wait()
-
-	// Sessions: the count matches the sessions that exist, live sessions are
-	// well formed, and no session leaves anything behind.
-	found := 0
-	for _, token := range tokens {
-		user, ok := h.checkToken(token)
-		if !ok {
-			h.wantNoSession(token)
-			continue
-		}
-		found++
-		if user != userOf(token) {
-			h.t.Errorf("CheckToken(%q) = %q, want %q", token, user, userOf(token))
-		}
-		wantRecentShape(h.t, token, h.recent(token), items)
-	}
-	h.wantCount(found)
-
-	// Views: every successful view counted once, nothing else counted.
-	want := make(map[string]float64)
-	for _, m := range viewed {
-		for item, n := range m {
-			want[item] += float64(n)
-		}
-	}
-	top := h.top(retail.MaxTopItems)
-	wantRanked(h.t, retail.MaxTopItems, top)
-	got := make(map[string]float64, len(top))
-	for _, iv := range top {
-		got[iv.Item] = iv.Views
-	}
-	if diff := gocmp.Diff(want, got, equateEmpty); diff != "" {
-		h.t.Errorf("view counts after the workload mismatch (-successful UpdateToken calls +TopItems):\n%s", diff)
-	}
-
-	// Rows: claimed at most once each; the rest still due.
-	all := slices.Concat(slices.Concat(claimed...), h.claim(retail.MaxClaimRows))
-	slices.Sort(all)
-	if diff := gocmp.Diff(rows, all, equateEmpty); diff != "" {
-		h.t.Errorf("rows claimed during and after the workload mismatch (-want +got: a row twice is a double claim):\n%s", diff)
 	}
 }
 

@@ -32,7 +32,9 @@
 // no assertion can see reliably; only the race detector reports them. The
 // concurrent behaviours are built so that a correct store passes however
 // its calls interleave; run them more than once (-count) to give a racy
-// store more chances to interleave badly.
+// store more chances to interleave badly. The longest of them bound their
+// run time: a slow store (miniredis under the race detector) runs fewer
+// rounds, and says so in the log, instead of timing out.
 //
 // Each subtest has a watchdog: if it does not finish in time (60 s, or the
 // duration in the RETAIL_CONFORMANCE_TIMEOUT environment variable) the test
@@ -51,9 +53,12 @@ import (
 	"github.com/retailkit/retail"
 )
 
-// Factory returns a new, empty Store that reads time from clock. The suite
-// calls it once per subtest and closes the store when the subtest ends (Close
-// is idempotent, so the factory may also register its own cleanup).
+// Factory returns a new, empty Store that reads time from clock, with the
+// default session idle timeout and lifetime ([retail.DefaultIdleTimeout],
+// [retail.DefaultLifetime]): the suite moves its clock by them to test
+// expiry. The suite calls it once per subtest and closes the store when the
+// subtest ends (Close is idempotent, so the factory may also register its
+// own cleanup).
 type Factory func(tb testing.TB, clock retail.Clock) retail.Store
 
 // start is where every subtest's clock starts: a fixed instant at the
@@ -83,8 +88,9 @@ func Run(t *testing.T, newStore Factory) {
 	}
 	su := &suite{newStore: newStore, timeout: timeout}
 	groups := [][]behaviour{
-		bookTests, sessionTests, cleaningTests, cartTests, pageTests,
-		rowTests, viewTests, frontDoorTests, concurrencyTests,
+		bookTests, sessionTests, lifecycleTests, expiryTests, userTests,
+		valueTests, cleaningTests, cartTests, pageTests, rowTests, viewTests,
+		frontDoorTests, logoutTests, concurrencyTests,
 	}
 	for _, group := range groups {
 		for _, b := range group {

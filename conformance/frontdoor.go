@@ -17,7 +17,8 @@ var frontDoorTests = []behaviour{
 
 // testFrontDoor checks one of each thing retail.NewStore does: an invalid
 // argument and a canceled context are refused with its errors and write
-// nothing, calls after Close fail with ErrClosed, and Close is idempotent.
+// nothing, a driver's statuses become its errors, calls after Close fail
+// with ErrClosed, and Close is idempotent.
 func testFrontDoor(h *harness) {
 	seed(h)
 	before := h.state()
@@ -34,7 +35,18 @@ func testFrontDoor(h *harness) {
 	cancel()
 	err = h.s.UpdateToken(ctx, "tok-a", "mallory", "item-3")
 	wantOpError(h, canceled, err, "UpdateToken", context.Canceled)
-	h.wantUnchanged(before, invalid+" and "+canceled)
+
+	// The driver reports a missing session or a taken token as a status;
+	// the front door turns it into the Store's error.
+	const noSession = `SetValue("tok-new", "flash", "x")`
+	err = h.s.SetValue(h.ctx, "tok-new", "flash", []byte("x"))
+	wantOpError(h, noSession, err, "SetValue", retail.ErrNoSession)
+	const taken = `RenewSession("tok-a", "tok-b", "")`
+	_, err = h.s.RenewSession(h.ctx, "tok-a", "tok-b", "")
+	if !errors.As(err, &ie) || ie.Op != "RenewSession" || ie.Arg != "newToken" {
+		h.t.Errorf(`%s = %v, want retail.NewStore's *retail.InputError{Op: "RenewSession", Arg: "newToken"}`, taken, err)
+	}
+	h.wantUnchanged(before, invalid+", "+canceled+", "+noSession+" and "+taken)
 
 	if err := h.s.Close(); err != nil {
 		h.t.Fatalf("Close() = %v, want nil", err)

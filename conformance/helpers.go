@@ -164,7 +164,8 @@ func (h *harness) wantUser(token, want string) {
 	}
 }
 
-// wantNoSession asserts that token has no session and nothing of one.
+// wantNoSession asserts that token has no session and nothing of one: no
+// user, recent items, cart, or value under any of valueKeys.
 func (h *harness) wantNoSession(token string) {
 	h.t.Helper()
 	if got, ok := h.checkToken(token); ok {
@@ -175,6 +176,9 @@ func (h *harness) wantNoSession(token string) {
 	}
 	if got := h.cart(token); len(got) != 0 {
 		h.t.Errorf("Cart(%q) = %v, want empty", token, got)
+	}
+	for _, key := range valueKeys {
+		h.wantNoValue(token, key)
 	}
 }
 

@@ -12,7 +12,8 @@ import (
 // the names the calls use) before and after.
 
 var (
-	stateTokens = []string{"tok-a", "tok-b", "tok-new"}
+	stateTokens = []string{"tok-a", "tok-b", "tok-guest", "tok-new"}
+	stateUsers  = []string{"alice", "bob", "carol"}
 	statePages  = []string{"page-a", "page-new"}
 	stateRows   = []string{"row-a", "row-new"}
 )
@@ -22,6 +23,7 @@ var (
 type state struct {
 	Sessions int
 	Tokens   map[string]sessionState
+	Users    map[string][]retail.SessionInfo // with their times: a refresh shows
 	Top      []retail.ItemViews
 	Pages    map[string]stored
 	Rows     map[string]stored
@@ -32,6 +34,7 @@ type sessionState struct {
 	LoggedIn bool
 	Recent   []string
 	Cart     map[string]int
+	Values   map[string]stored // under valueKeys
 }
 
 type stored struct {
@@ -39,17 +42,26 @@ type stored struct {
 	OK   bool
 }
 
-// seed gives the store two sessions with views and a cart, a cached page,
-// and a cached row that is scheduled and due.
+// seed gives the store two users' sessions and a guest's, with views, carts
+// and values, a view without a session, a cached page, and a cached row
+// that is scheduled and due; then it moves the clock a second, so that a
+// call that refreshes a session changes what UserSessions reads.
 func seed(h *harness) {
 	h.t.Helper()
-	h.update("tok-a", "alice", "item-1")
+	h.start("tok-a", "alice")
+	h.wantRefresh("tok-a", "item-1", "alice")
 	h.addToCart("tok-a", "item-1", 2)
+	h.setValue("tok-a", "flash", []byte("saved"))
 	h.update("tok-b", "bob", "item-2")
 	h.update("tok-b", "bob", "item-1")
+	h.start("tok-guest", "")
+	h.wantIncrement("tok-guest", "item-3", 1, 1)
+	h.setValue("tok-guest", "step", []byte{})
+	h.countView("item-4")
 	h.setPage("page-a", []byte("<p>a</p>"), time.Minute)
 	h.setRow("row-a", []byte(`{"id":"a"}`))
 	h.schedule("row-a", time.Minute)
+	h.clock.Advance(time.Second)
 }
 
 func (h *harness) state() state {
@@ -57,13 +69,22 @@ func (h *harness) state() state {
 	st := state{
 		Sessions: h.sessionCount(),
 		Tokens:   make(map[string]sessionState),
+		Users:    make(map[string][]retail.SessionInfo),
 		Top:      h.top(retail.MaxTopItems),
 		Pages:    make(map[string]stored),
 		Rows:     make(map[string]stored),
 	}
 	for _, token := range stateTokens {
 		user, ok := h.checkToken(token)
-		st.Tokens[token] = sessionState{User: user, LoggedIn: ok, Recent: h.recent(token), Cart: h.cart(token)}
+		values := make(map[string]stored)
+		for _, key := range valueKeys {
+			v, ok := h.value(token, key)
+			values[key] = stored{Data: string(v), OK: ok}
+		}
+		st.Tokens[token] = sessionState{User: user, LoggedIn: ok, Recent: h.recent(token), Cart: h.cart(token), Values: values}
+	}
+	for _, user := range stateUsers {
+		st.Users[user] = h.userSessions(user)
 	}
 	for _, key := range statePages {
 		body, ok := h.page(key)

@@ -28,6 +28,8 @@ var viewTests = []behaviour{
 	{name: "Views_DroppedItemCountsFromZero", test: testViewsDroppedThenViewed},
 	{name: "Views_RescaleLeavesSessions", test: testViewsRescaleLeavesSessions},
 	{name: "Views_ReturnedTopItemsAreCallers", test: testViewsTopIsCallers},
+	{name: "Views_CountViewWithoutSession", test: testViewsCountView},
+	{name: "Views_CountViewAndRefreshCountAlike", test: testViewsCountViewAndRefresh},
 }
 
 // view counts n views of item, by one session.
@@ -237,4 +239,32 @@ func testViewsTopIsCallers(h *harness) {
 		got[i] = views(fmt.Sprint("changed-", i), 100)
 	}
 	h.wantTop(10, views("item-a", 2), views("item-b", 1))
+}
+
+func testViewsCountView(h *harness) {
+	h.countView("item-a")
+	h.countView("item-b")
+	h.countView("item-b")
+	h.wantRank("item-b", 0)
+	h.wantRank("item-a", 1)
+	h.wantTop(10, views("item-b", 2), views("item-a", 1))
+	// A view without a session writes no session.
+	h.wantCount(0)
+	h.wantNoSession("item-a")
+}
+
+func testViewsCountViewAndRefresh(h *harness) {
+	h.start("tok-1", "")
+	h.wantRefresh("tok-1", "item-a", "")
+	h.countView("item-a")
+	h.countView("item-b")
+	h.update("tok-2", "bob", "item-b")
+	h.countView("item-b")
+	h.wantTop(10, views("item-b", 3), views("item-a", 2))
+	// Only a session's own views are its recent items.
+	h.wantRecent("tok-1", "item-a")
+	h.wantRecent("tok-2", "item-b")
+	h.rescale(1, 0.5)
+	h.countView("item-a")
+	h.wantTop(10, views("item-b", 1.5), views("item-a", 1))
 }

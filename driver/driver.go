@@ -14,8 +14,13 @@
 //
 // A driver returns raw errors (its client's, unwrapped) and reports
 // conditions the user branches on as results, not errors: a miss is
-// ok == false, a cart change without a session is found == false. It never
-// returns one of the retail package's sentinel errors.
+// ok == false, and a write that depends on a session's state reports a
+// [Status]. It never returns one of the retail package's sentinel errors.
+//
+// Time comes from the Store's clock, which the backend's options give it;
+// sessions expire by it (see retail.Sessions), and every limit the retail
+// package names (MaxCartLines, MaxSessionValues, MaxCartCount) is the
+// driver's to enforce where it depends on stored state.
 //
 // Beyond that, each method's contract is the one documented on the
 // corresponding method of retail.Store; this package documents only what
@@ -32,35 +37,73 @@ import (
 // concurrent use. Slices, maps and byte slices a driver returns belong to the
 // caller; a driver must not keep slices passed to it after the call returns.
 type Store interface {
-	// CheckToken returns the user token's session is logged in as, or
-	// ok == false if there is no session.
+	// StartSession creates a session for token (user "" for a guest), or
+	// reports Exists, writing nothing, if token names a live session.
+	StartSession(ctx context.Context, token, user string) (Status, error)
+
+	// CheckToken returns the user of token's live session, or ok == false.
 	CheckToken(ctx context.Context, token string) (user string, ok bool, err error)
 
-	// UpdateToken records that token is logged in as user and was seen now,
-	// creating the session if needed; a non-empty item is moved to the front
-	// of the recently viewed list and counted as one view.
+	// RefreshSession records a visit of token's live session (and views
+	// item, if not empty), or reports ok == false, writing nothing.
+	RefreshSession(ctx context.Context, token, item string) (user string, ok bool, err error)
+
+	// UpdateToken creates or refreshes token's session as logged in as user;
+	// a non-empty item is viewed.
 	UpdateToken(ctx context.Context, token, user, item string) error
 
+	// RenewSession moves token's live session to newToken (token !=
+	// newToken), setting user if it is not empty. It reports NoSession if
+	// token has no live session and Exists if newToken names one; then
+	// nothing is written.
+	RenewSession(ctx context.Context, token, newToken, user string) (Status, error)
+
 	// RecentItems returns token's recently viewed items, newest first; nil
-	// or empty without a session.
+	// or empty without a live session.
 	RecentItems(ctx context.Context, token string) ([]string, error)
 
-	// Logout deletes token's session with its recent items and cart.
+	// Logout deletes token's session with its recent items, cart and values.
 	Logout(ctx context.Context, token string) error
 
-	// SessionCount returns the number of live sessions.
+	// UserSessions returns the live sessions of user, oldest first.
+	UserSessions(ctx context.Context, user string) ([]SessionInfo, error)
+
+	// LogoutUser logs out every session of user and returns how many.
+	LogoutUser(ctx context.Context, user string) (int, error)
+
+	// SessionCount returns the number of sessions held.
 	SessionCount(ctx context.Context) (int, error)
 
 	// CleanSessions runs one cleaning pass and returns how many sessions it
 	// removed; keep and max are not negative.
 	CleanSessions(ctx context.Context, keep, max int) (removed int, err error)
 
-	// AddToCart sets item's count in token's cart (count <= 0 removes the
-	// line), only while token has a session: found is false, and nothing
-	// is written, if it has none.
-	AddToCart(ctx context.Context, token, item string, count int) (found bool, err error)
+	// SetValue stores value under key in token's live session. It reports
+	// NoSession, or Full if the session holds retail.MaxSessionValues other
+	// keys; then nothing is written.
+	SetValue(ctx context.Context, token, key string, value []byte) (Status, error)
 
-	// Cart returns token's cart; nil or empty without a session.
+	// Value returns the value under key in token's live session.
+	Value(ctx context.Context, token, key string) (value []byte, ok bool, err error)
+
+	// PopValue returns and deletes the value under key, atomically.
+	PopValue(ctx context.Context, token, key string) (value []byte, ok bool, err error)
+
+	// DeleteValue deletes the value under key, if any.
+	DeleteValue(ctx context.Context, token, key string) error
+
+	// AddToCart sets item's count in token's cart (count <= 0 removes the
+	// line). It reports NoSession, or Full if the line is new and the cart
+	// has retail.MaxCartLines lines; then nothing is written.
+	AddToCart(ctx context.Context, token, item string, count int) (Status, error)
+
+	// IncrementCart adds n to item's count and returns the new count (0 if
+	// the line is gone). It reports NoSession, Full as AddToCart does, or
+	// TooMany if the count would exceed retail.MaxCartCount; then nothing
+	// is written.
+	IncrementCart(ctx context.Context, token, item string, n int) (count int, st Status, err error)
+
+	// Cart returns token's cart; nil or empty without a live session.
 	Cart(ctx context.Context, token string) (map[string]int, error)
 
 	// Page returns the bytes stored under key by SetPage, or ok == false if
@@ -87,6 +130,9 @@ type Store interface {
 	// SetRow stores data as row's cached copy.
 	SetRow(ctx context.Context, row string, data []byte) error
 
+	// CountView counts one view of item.
+	CountView(ctx context.Context, item string) error
+
 	// ItemRank returns item's rank by views, or ok == false if it has none.
 	ItemRank(ctx context.Context, item string) (rank int, ok bool, err error)
 
@@ -100,6 +146,26 @@ type Store interface {
 	// Close releases the driver's resources. The wrapper calls it once, on
 	// the first Close of the Store; its error is returned from that Close.
 	Close() error
+}
+
+// Status is the outcome of a write that depends on a session's state.
+type Status int
+
+// The outcomes. The zero value is OK.
+const (
+	OK        Status = iota // written
+	NoSession               // the token has no live session
+	Exists                  // the new token already names a session
+	Full                    // the cart has MaxCartLines lines, or the session MaxSessionValues values
+	TooMany                 // the cart line would exceed MaxCartCount
+)
+
+// SessionInfo describes a live session, as UserSessions lists them.
+type SessionInfo struct {
+	Token    string
+	User     string
+	Created  time.Time
+	LastSeen time.Time
 }
 
 // ItemViews is an item and its view count, as TopItems returns them.

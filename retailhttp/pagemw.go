@@ -21,9 +21,10 @@ const (
 type PageMiddlewareOptions struct {
 	// Skip reports whether a request bypasses the cache: it is neither
 	// served from nor stored in it. IsPersonalRequest if nil, so that pages
-	// rendered for a logged-in user are never shared with others. Set it
-	// to a function that returns false to cache for everyone, when every
-	// personal page says Cache-Control: private.
+	// rendered for a visitor with a session (a guest's or a logged-in
+	// user's) are never shared with others. Set it to a function that
+	// returns false to cache for everyone, when every personal page says
+	// Cache-Control: private.
 	Skip func(r *http.Request) bool
 
 	// Logger receives the errors the middleware survives; slog.Default()

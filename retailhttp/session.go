@@ -15,38 +15,33 @@ import (
 // The session middleware's settings, used where a [SessionOptions] field is
 // zero.
 const (
-	DefaultSessionCookie = "retail_session"   // the cookie's name
-	DefaultSessionPath   = "/"                // the cookie's path
-	DefaultSessionMaxAge = 7 * 24 * time.Hour // how long the cookie lasts from login
+	DefaultSessionCookie = "retail_session"       // the cookie's name
+	DefaultSessionPath   = "/"                    // the cookie's path
+	DefaultSessionMaxAge = retail.DefaultLifetime // how long a cookie lasts from when it is set
 )
 
 // TokenLen is the length of the session tokens a [SessionManager] issues:
 // 128 bits from crypto/rand, in lowercase hex.
 const TokenLen = 32
 
-// Session is a request's login session: the token that names it in the
-// Store (its carts and recently viewed items are kept under the token) and
-// the user it is logged in as.
+// Session is a request's session: the token that names it in the Store
+// (its cart, recently viewed items and values are kept under the token)
+// and the user it is logged in as, or "" for a guest.
 type Session struct {
 	Token string // TokenLen lowercase hex digits; a secret, like a password
-	User  string // as given to Login
+	User  string // as given to Login; "" for a guest (see Ensure)
 }
 
-type sessionKey struct{}
+// Guest reports whether s is a guest session: one that [SessionManager.Ensure]
+// started for a visitor who has not logged in.
+func (s Session) Guest() bool { return s.User == "" }
 
-// WithSession returns a copy of ctx that carries s, as
-// [SessionManager.Handler] does for the requests it passes on. Tests of
-// handlers can use it to fake a logged-in request.
-func WithSession(ctx context.Context, s Session) context.Context {
-	return context.WithValue(ctx, sessionKey{}, s)
-}
-
-// SessionFrom returns the session that [SessionManager.Handler] (or
-// [WithSession]) put in ctx. A visitor who has not logged in has none: ok
-// is false.
-func SessionFrom(ctx context.Context) (s Session, ok bool) {
-	s, ok = ctx.Value(sessionKey{}).(Session)
-	return s, ok
+// SessionStore is the part of a [retail.Store] that a [SessionManager]
+// uses: sessions, and views for the visitors who have none. Every
+// retail.Store is one.
+type SessionStore interface {
+	retail.Sessions
+	retail.Views
 }
 
 // SessionOptions configures a [SessionManager]. Zero fields take the
@@ -66,11 +61,14 @@ type SessionOptions struct {
 	// default only so that a shop on http://127.0.0.1 works.
 	Secure bool
 
-	// MaxAge is how long the cookie lasts from login;
-	// DefaultSessionMaxAge if zero; at least a second. In signed-cookie
-	// mode it is also the expiry signed into the cookie. In token-cookie
-	// mode the session itself lasts until Logout or until the Store's
-	// cleaning removes it, whichever is first.
+	// MaxAge is how long a session cookie lasts from when it is set (at
+	// Ensure, Login or Renew): its Max-Age attribute and, in signed-cookie
+	// mode, the expiry signed into it. DefaultSessionMaxAge if zero; at
+	// least a second. It should match the Store's session lifetime
+	// (retail.DefaultLifetime unless the backend's options say otherwise):
+	// the session ends at whichever comes first, so a shorter MaxAge
+	// shortens sessions, and a longer one only keeps a dead cookie in the
+	// browser until its next request clears it.
 	MaxAge time.Duration
 
 	// SigningKeys, if not empty, switch the manager to signed-cookie mode
@@ -78,13 +76,25 @@ type SessionOptions struct {
 	// first signs, all verify.
 	SigningKeys [][]byte
 
-	// Item returns the item a request views, or "" if it views none; it
-	// is passed to [retail.Sessions.UpdateToken]. ItemFromQuery if nil.
-	// An item that breaks the input rules is treated as "".
+	// Item returns the item a request views, or "" if it views none: it
+	// is passed to [retail.Sessions.RefreshSession], or to
+	// [retail.Views.CountView] for a request without a session.
+	// ItemFromQuery if nil. An item that breaks the input rules is treated
+	// as "".
 	Item func(r *http.Request) string
 
+	// CountView reports whether the item view of r counts. It is asked
+	// only for requests that view an item; a request it refuses views no
+	// item at all: no view is counted and, if it has a session, the item
+	// is not added to its recently viewed items (the Store does both in
+	// one step). Nil counts every view. Set it to keep crawlers from
+	// ranking items, for instance with [LikelyBot]:
+	//
+	//	CountView: func(r *http.Request) bool { return !retailhttp.LikelyBot(r) },
+	CountView func(r *http.Request) bool
+
 	// Clock gives the time for signed cookies' expiry; retail.SystemClock
-	// if nil.
+	// if nil. It should be the Store's clock.
 	Clock retail.Clock
 
 	// ErrorHandler answers a request whose session could not be looked up
@@ -98,39 +108,48 @@ type SessionOptions struct {
 	Logger *slog.Logger
 }
 
-// SessionManager keeps login sessions in cookies over a [retail.Sessions]
-// store: its Handler recognizes the session of each request, and Login and
-// Logout start and end sessions.
+// SessionManager keeps sessions in cookies over a [SessionStore]: its
+// Handler recognizes the session of each request; [SessionManager.Ensure]
+// starts a guest session when a visitor first needs state,
+// [SessionManager.Login] and [SessionManager.Renew] move the session to a
+// new token, and [SessionManager.Logout] and
+// [SessionManager.LogoutEverywhere] end sessions.
+//
+// Sessions live in the Store, which ends them by its clock (an idle
+// timeout and a lifetime, see [retail.Sessions]) and at Logout. Every
+// request that carries a session cookie asks the Store once, with
+// [retail.Sessions.RefreshSession], which records the visit and the viewed
+// item and answers whether the session is live; so a Logout, a
+// LogoutEverywhere or an expiry ends the session at once, in both cookie
+// modes, and a request that races with a Logout never brings the session
+// back.
 //
 // In token-cookie mode (the default) the cookie holds a random 128-bit
-// token and nothing else; each request looks the user up with
-// [retail.Sessions.CheckToken], so a Logout, or the Store's cleaning, ends
-// the session at once everywhere.
+// token and nothing else.
 //
 // In signed-cookie mode (SessionOptions.SigningKeys set) the cookie holds
-// the token and the user, signed with HMAC-SHA256 (see [CookieSigner]) with
-// an expiry inside; requests are recognized without a lookup. A tampered
-// or expired cookie is no session. The trade-off, as in the book's table:
-// a signed cookie stays valid until it expires, so a copy of it taken
-// before Logout still logs in (with a fresh, empty cart); keep MaxAge short
-// where that matters, or use token cookies.
+// the token and the user, signed with HMAC-SHA256 (see [CookieSigner])
+// with an expiry: SessionOptions.MaxAge after the cookie was set. A
+// tampered, foreign or expired cookie is no session and never reaches the
+// Store. A valid one is still checked with the Store as above, so the
+// signature is a second bound, not a replacement: the session ends at
+// Logout, at the Store's expiry, or at the cookie's, whichever is first.
+// The user comes from the Store; the one in the cookie is readable by the
+// client (signed, not encrypted). See the package documentation for how
+// this differs from the book's signed cookies.
 //
-// In both modes the cookie is HttpOnly and SameSite=Lax, and each request
-// with a session calls [retail.Sessions.UpdateToken] with the item it views
-// (see SessionOptions.Item), which records the visit, the recently viewed
-// items and the item's view count.
+// In both modes the cookie is HttpOnly and SameSite=Lax.
 //
-// Visitors who have not logged in have no session: the middleware sets no
-// cookie for them, writes nothing to the Store and puts no [Session] in
-// their requests, so their views are not counted. Carts need a session
-// (see [retail.Carts.AddToCart]), so a shop asks visitors to log in before
-// they buy. This keeps crawlers from filling the Store, and it keeps anonymous
-// pages free of personal data, which is what lets the page cache share
-// them (see [PageMiddlewareOptions].Skip).
+// A plain page view never creates a session: a visitor who has none gets no
+// cookie, nothing is written for them but the view of the item they look
+// at (see SessionOptions.CountView), and their pages can be shared by the
+// page cache. A handler that needs state (adding to a cart, keeping a
+// value) calls Ensure first, which starts a guest session; Login later
+// keeps its cart, recently viewed items and values.
 //
 // A SessionManager is safe for concurrent use.
 type SessionManager struct {
-	store  retail.Sessions
+	store  SessionStore
 	opts   SessionOptions
 	signer *CookieSigner // nil in token-cookie mode
 }
@@ -139,7 +158,7 @@ type SessionManager struct {
 // error matching [retail.ErrInvalid] if s is nil or an option is out of
 // range: a cookie name, path or domain that net/http would refuse, a MaxAge
 // under a second, or a signing key shorter than [MinSigningKeyLen].
-func NewSessionManager(s retail.Sessions, opts SessionOptions) (*SessionManager, error) {
+func NewSessionManager(s SessionStore, opts SessionOptions) (*SessionManager, error) {
 	const op = "NewSessionManager"
 	if s == nil {
 		return nil, invalid(op, "store", "nil")
@@ -189,130 +208,90 @@ func NewSessionManager(s retail.Sessions, opts SessionOptions) (*SessionManager,
 	return m, nil
 }
 
-// Handler returns a handler that recognizes the session of each request,
-// records the visit with [retail.Sessions.UpdateToken] and passes the
-// request to next with the session in its context (see [SessionFrom]). A
-// request without a valid session cookie is passed on without a session;
-// if it carried a cookie that names no session (unknown, logged out,
-// cleaned, tampered or expired), the response clears that cookie.
+// Handler returns a handler that recognizes the session of each request
+// and passes the request to next with it in its context (see
+// [SessionFrom]). It never creates a session.
 //
-// If looking the token up fails, the request goes to the ErrorHandler
-// option instead of next. If recording the visit fails, the error is
-// logged and the request is served with its session: the visit and view
-// are lost, not the page.
+// A request whose cookie names a live session is recorded with one call
+// of [retail.Sessions.RefreshSession] (the visit, and the item viewed, see
+// SessionOptions.Item). A request without one is passed on without a
+// session, and the item it views, if any, is counted with
+// [retail.Views.CountView] unless SessionOptions.CountView refuses it; if
+// it carried a session cookie that names no live session (unknown, logged
+// out, expired, cleaned, tampered with), the response clears that cookie.
 //
-// A request that races with Logout of its own session may record its
-// visit after the Logout and so bring the session back, empty; it is then
-// cleaned like any idle session.
+// If RefreshSession fails, the request goes to the ErrorHandler option
+// instead of next. If counting an anonymous view fails, the error is
+// logged and the request is served: the view is lost, not the page.
 func (m *SessionManager) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
-		s, ok, stale, err := m.load(ctx, r)
-		if err != nil {
-			m.fail(w, r, err)
-			return
+		item := m.viewedItem(r)
+		token, hasCookie := m.cookieToken(r)
+		rs := &requestSession{}
+		if token != "" {
+			user, ok, err := m.store.RefreshSession(ctx, token, item)
+			if err != nil {
+				m.fail(w, r, err)
+				return
+			}
+			if ok {
+				rs.came = Session{Token: token, User: user}
+				rs.cameOK = true
+				rs.cur, rs.curOK = rs.came, true
+				next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, sessionKey{}, rs)))
+				return
+			}
 		}
-		if stale {
+		if hasCookie {
 			http.SetCookie(w, m.clearCookie())
 		}
-		if !ok {
-			next.ServeHTTP(w, r)
-			return
+		if item != "" {
+			if err := m.store.CountView(ctx, item); err != nil {
+				logError(ctx, m.opts.Logger, "retailhttp: counting a view failed; serving the request anyway", err)
+			}
 		}
-		item := m.opts.Item(r)
-		if item != "" && rules.ID(item) != "" {
-			item = ""
-		}
-		if err := m.store.UpdateToken(ctx, s.Token, s.User, item); err != nil {
-			logError(ctx, m.opts.Logger, "retailhttp: recording a visit failed; serving the request anyway", err)
-		}
-		next.ServeHTTP(w, r.WithContext(WithSession(ctx, s)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, sessionKey{}, rs)))
 	})
 }
 
-// load returns the session named by r's cookie. stale reports a cookie
-// that names no session.
-func (m *SessionManager) load(ctx context.Context, r *http.Request) (s Session, ok, stale bool, err error) {
+// viewedItem returns the item r views, "" if none or if its view does not
+// count.
+func (m *SessionManager) viewedItem(r *http.Request) string {
+	item := m.opts.Item(r)
+	if item == "" || rules.ID(item) != "" {
+		return ""
+	}
+	if m.opts.CountView != nil && !m.opts.CountView(r) {
+		return ""
+	}
+	return item
+}
+
+// cookieToken returns the token r's session cookie names, or "" if it has
+// no such cookie or the cookie is not one this manager could have set
+// (then hasCookie is still true, so that the cookie is cleared).
+func (m *SessionManager) cookieToken(r *http.Request) (token string, hasCookie bool) {
 	c, err := r.Cookie(m.opts.CookieName)
 	if err != nil {
-		return Session{}, false, false, nil // no cookie
+		return "", false
 	}
-	if m.signer != nil {
-		data, ok := m.signer.Verify(m.opts.CookieName, c.Value, m.opts.Clock.Now())
-		if !ok {
-			return Session{}, false, true, nil
+	if m.signer == nil {
+		if !isToken(c.Value) {
+			// Not a token this manager issued: no need to ask the Store.
+			return "", true
 		}
-		s, ok := decodeSignedSession(data)
-		return s, ok, !ok, nil
+		return c.Value, true
 	}
-	if !isToken(c.Value) {
-		// Not a token this manager issued: no need to ask the Store.
-		return Session{}, false, true, nil
-	}
-	user, ok, err := m.store.CheckToken(ctx, c.Value)
-	if err != nil {
-		return Session{}, false, false, err
-	}
+	data, ok := m.signer.Verify(m.opts.CookieName, c.Value, m.opts.Clock.Now())
 	if !ok {
-		return Session{}, false, true, nil
+		return "", true
 	}
-	return Session{Token: c.Value, User: user}, true, false, nil
-}
-
-// Login starts a session for user: it issues a new token, records it in
-// the Store and sets the session cookie on w. The token is always new,
-// never the one the request came with, so a token planted in a visitor's
-// browser before login never becomes a logged-in session (no session
-// fixation). If ctx carries a session (see [SessionFrom]), that session is
-// ended, with its cart and recently viewed items.
-//
-// Login must be called before the response's header is written, and ctx
-// keeps the old session: a handler typically redirects after it. It
-// returns an error matching [retail.ErrInvalid] if user breaks the input
-// rules (1..[retail.MaxUserLen] bytes of valid UTF-8), and the Store's
-// error as the Store returned it if recording the session fails; then no
-// cookie is set.
-func (m *SessionManager) Login(ctx context.Context, w http.ResponseWriter, user string) (Session, error) {
-	if why := rules.User(user); why != "" {
-		return Session{}, invalid("SessionManager.Login", "user", why)
-	}
-	s := Session{Token: newToken(), User: user}
-	value := s.Token
-	if m.signer != nil {
-		// The user rule keeps the value far below MaxCookieLen, so Sign
-		// cannot fail here; its error is returned all the same.
-		var err error
-		value, err = m.signer.Sign(m.opts.CookieName, encodeSignedSession(s), m.opts.Clock.Now().Add(m.opts.MaxAge))
-		if err != nil {
-			return Session{}, err
-		}
-	}
-	if err := m.store.UpdateToken(ctx, s.Token, s.User, ""); err != nil {
-		return Session{}, err
-	}
-	if old, ok := SessionFrom(ctx); ok {
-		if err := m.store.Logout(ctx, old.Token); err != nil {
-			// The new session stands; the old one will be cleaned.
-			logError(ctx, m.opts.Logger, "retailhttp: ending the session replaced by a login failed", err)
-		}
-	}
-	http.SetCookie(w, m.cookie(value, int(m.opts.MaxAge/time.Second)))
-	return s, nil
-}
-
-// Logout ends the session in ctx (see [SessionFrom]), deleting its cart
-// and recently viewed items from the Store, and clears the session cookie
-// on w. Without a session in ctx it only clears the cookie. It must be
-// called before the response's header is written. The cookie is cleared
-// even if the Store fails, whose error is returned as the Store returned
-// it.
-func (m *SessionManager) Logout(ctx context.Context, w http.ResponseWriter) error {
-	http.SetCookie(w, m.clearCookie())
-	s, ok := SessionFrom(ctx)
+	s, ok := decodeSignedSession(data)
 	if !ok {
-		return nil
+		return "", true
 	}
-	return m.store.Logout(ctx, s.Token)
+	return s.Token, true
 }
 
 // ItemFromQuery is the default [SessionOptions].Item: the "item" query
@@ -327,6 +306,22 @@ func ItemFromQuery(r *http.Request) string {
 		return ""
 	}
 	return items[0]
+}
+
+// setCookie sets a session cookie holding value on w, for MaxAge.
+func (m *SessionManager) setCookie(w http.ResponseWriter, value string) {
+	http.SetCookie(w, m.cookie(value, int(m.opts.MaxAge/time.Second)))
+}
+
+// cookieValue returns the value of the cookie that names s: its token, or
+// in signed-cookie mode the signed token and user, expiring MaxAge from
+// now. The user rule keeps a signed value far below MaxCookieLen, so it
+// cannot fail; its error is returned all the same.
+func (m *SessionManager) cookieValue(s Session) (string, error) {
+	if m.signer == nil {
+		return s.Token, nil
+	}
+	return m.signer.Sign(m.opts.CookieName, encodeSignedSession(s), m.opts.Clock.Now().Add(m.opts.MaxAge))
 }
 
 func (m *SessionManager) cookie(value string, maxAge int) *http.Cookie {
@@ -377,18 +372,18 @@ func isToken(s string) bool {
 	return true
 }
 
-// A signed session is the token followed by the user; the token's length
-// is fixed, so no separator is needed.
+// A signed session is the token followed by the user, which is empty for
+// a guest; the token's length is fixed, so no separator is needed.
 func encodeSignedSession(s Session) []byte {
 	return append([]byte(s.Token), s.User...)
 }
 
 func decodeSignedSession(data []byte) (Session, bool) {
-	if len(data) <= TokenLen {
+	if len(data) < TokenLen {
 		return Session{}, false
 	}
 	s := Session{Token: string(data[:TokenLen]), User: string(data[TokenLen:])}
-	if !isToken(s.Token) || rules.User(s.User) != "" {
+	if !isToken(s.Token) || s.User != "" && rules.User(s.User) != "" {
 		return Session{}, false
 	}
 	return s, true

@@ -17,23 +17,47 @@ import (
 	"github.com/retailkit/retail/retailhttp"
 )
 
-// countingSessions counts the lookups and writes the middleware makes.
-type countingSessions struct {
+// countingStore counts the session lookups and writes the middleware
+// makes.
+type countingStore struct {
 	*memory.Store
-	checks, updates atomic.Int64
+	checks, refreshes, updates, countViews atomic.Int64
 }
 
-func (s *countingSessions) CheckToken(ctx context.Context, token string) (string, bool, error) {
+func (s *countingStore) CheckToken(ctx context.Context, token string) (string, bool, error) {
 	s.checks.Add(1)
 	return s.Store.CheckToken(ctx, token)
 }
 
-func (s *countingSessions) UpdateToken(ctx context.Context, token, user, item string) error {
+func (s *countingStore) RefreshSession(ctx context.Context, token, item string) (string, bool, error) {
+	s.refreshes.Add(1)
+	return s.Store.RefreshSession(ctx, token, item)
+}
+
+func (s *countingStore) UpdateToken(ctx context.Context, token, user, item string) error {
 	s.updates.Add(1)
 	return s.Store.UpdateToken(ctx, token, user, item)
 }
 
-func newManager(t *testing.T, s retail.Sessions, opts retailhttp.SessionOptions) *retailhttp.SessionManager {
+func (s *countingStore) CountView(ctx context.Context, item string) error {
+	s.countViews.Add(1)
+	return s.Store.CountView(ctx, item)
+}
+
+// cookieModes are the two kinds of session cookie, as options on a clock.
+var cookieModes = []struct {
+	name string
+	opts func(clock retail.Clock) retailhttp.SessionOptions
+}{
+	{"TokenCookie", func(clock retail.Clock) retailhttp.SessionOptions {
+		return retailhttp.SessionOptions{Clock: clock}
+	}},
+	{"SignedCookie", func(clock retail.Clock) retailhttp.SessionOptions {
+		return retailhttp.SessionOptions{Clock: clock, SigningKeys: [][]byte{key(1)}}
+	}},
+}
+
+func newManager(t *testing.T, s retailhttp.SessionStore, opts retailhttp.SessionOptions) *retailhttp.SessionManager {
 	t.Helper()
 	m, err := retailhttp.NewSessionManager(s, opts)
 	if err != nil {
@@ -53,11 +77,16 @@ type visit struct {
 // get sends a GET for target with cookies through m to a handler that
 // records the session it sees.
 func get(m *retailhttp.SessionManager, target string, cookies ...*http.Cookie) visit {
+	return send(m, httptest.NewRequest(http.MethodGet, target, nil), cookies...)
+}
+
+// send sends req with cookies through m to a handler that records the
+// session it sees.
+func send(m *retailhttp.SessionManager, req *http.Request, cookies ...*http.Cookie) visit {
 	var v visit
 	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v.session, v.ok = retailhttp.SessionFrom(r.Context())
 	}))
-	req := httptest.NewRequest(http.MethodGet, target, nil)
 	for _, c := range cookies {
 		req.AddCookie(c)
 	}
@@ -79,10 +108,12 @@ func login(t *testing.T, m *retailhttp.SessionManager, ctx context.Context, user
 	return s, sessionCookie(t, rec.Result())
 }
 
+// sessionCookie returns the session cookie resp sets, failing the test if
+// it sets none.
 func sessionCookie(t *testing.T, resp *http.Response) *http.Cookie {
 	t.Helper()
 	for _, c := range resp.Cookies() {
-		if c.Name == retailhttp.DefaultSessionCookie {
+		if c.Name == retailhttp.DefaultSessionCookie && c.MaxAge > 0 {
 			return c
 		}
 	}
@@ -101,21 +132,74 @@ func isCleared(resp *http.Response) bool {
 	return false
 }
 
-func TestSessionManager_AnonymousVisitorHasNoSession(t *testing.T) {
+// topItems returns the n most viewed items of s, failing the test on an
+// error.
+func topItems(t *testing.T, s retail.Views, n int) []retail.ItemViews {
+	t.Helper()
+	items, err := s.TopItems(context.Background(), n)
+	if err != nil {
+		t.Fatalf("TopItems(%d) = %v", n, err)
+	}
+	return items
+}
+
+func TestSessionManager_AnonymousVisitorHasNoSessionButViewsCount(t *testing.T) {
 	s, _ := newStore(t)
 	m := newManager(t, s, retailhttp.SessionOptions{})
-	v := get(m, "/?item=itemX")
-	if v.ok {
-		t.Errorf("SessionFrom(anonymous request) = %+v, true, want no session", v.session)
+	const n = 5
+	for range n {
+		v := get(m, "/?item=itemX")
+		if v.ok {
+			t.Errorf("SessionFrom(anonymous request) = %+v, true, want no session", v.session)
+		}
+		if got := v.resp.Header["Set-Cookie"]; len(got) != 0 {
+			t.Errorf("anonymous response Set-Cookie = %q, want none", got)
+		}
 	}
-	if got := v.resp.Header["Set-Cookie"]; len(got) != 0 {
-		t.Errorf("anonymous response Set-Cookie = %q, want none", got)
-	}
+	get(m, "/cart") // views no item
 	if n, _ := s.SessionCount(context.Background()); n != 0 {
-		t.Errorf("SessionCount after an anonymous visit = %d, want 0", n)
+		t.Errorf("SessionCount after anonymous visits = %d, want 0: page views must not create sessions", n)
 	}
-	if _, ranked, _ := s.ItemRank(context.Background(), "itemX"); ranked {
-		t.Errorf("ItemRank(itemX) after an anonymous view: ranked, want no view counted")
+	if diff := cmp.Diff([]retail.ItemViews{{Item: "itemX", Views: n}}, topItems(t, s, 10)); diff != "" {
+		t.Errorf("TopItems after %d anonymous views of itemX mismatch (-want +got):\n%s", n, diff)
+	}
+}
+
+func TestSessionManager_CountViewOptionKeepsBotsOut(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	m := newManager(t, s, retailhttp.SessionOptions{CountView: func(r *http.Request) bool { return !retailhttp.LikelyBot(r) }})
+	request := func(ua string) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/?item=itemX", nil)
+		r.Header.Set("User-Agent", ua)
+		return r
+	}
+	const browser = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
+	const crawler = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
+	for range 3 {
+		send(m, request(crawler))
+		send(m, request(""))
+	}
+	send(m, request(browser))
+	send(m, request(browser))
+	if diff := cmp.Diff([]retail.ItemViews{{Item: "itemX", Views: 2}}, topItems(t, s, 10)); diff != "" {
+		t.Errorf("TopItems after 2 browser and 6 crawler views mismatch (-want +got):\n%s", diff)
+	}
+
+	// With a session, a refused view is neither counted nor recent.
+	sess, c := login(t, m, ctx, "alice")
+	if v := send(m, request(crawler), c); !v.ok {
+		t.Fatalf("crawler request with alice's cookie: no session, want alice's")
+	}
+	if recent, _ := s.RecentItems(ctx, sess.Token); len(recent) != 0 {
+		t.Errorf("RecentItems after a refused view = %v, want none", recent)
+	}
+	send(m, request(browser), c)
+	if recent, _ := s.RecentItems(ctx, sess.Token); !cmp.Equal(recent, []string{"itemX"}) {
+		t.Errorf("RecentItems after a browser view = %v, want [itemX]", recent)
+	}
+	if diff := cmp.Diff([]retail.ItemViews{{Item: "itemX", Views: 3}}, topItems(t, s, 10)); diff != "" {
+		t.Errorf("TopItems after alice's views mismatch (-want +got):\n%s", diff)
 	}
 }
 
@@ -128,9 +212,12 @@ func TestSessionManager_LoginSetsATokenCookie(t *testing.T) {
 	if len(sess.Token) != retailhttp.TokenLen || strings.Trim(sess.Token, "0123456789abcdef") != "" {
 		t.Errorf("Login token = %q, want %d lowercase hex digits", sess.Token, retailhttp.TokenLen)
 	}
+	if sess.User != "alice" || sess.Guest() {
+		t.Errorf("Login session User, Guest() = %q, %v, want alice, false", sess.User, sess.Guest())
+	}
 	want := http.Cookie{
 		Name: retailhttp.DefaultSessionCookie, Value: sess.Token, Path: "/",
-		MaxAge: int(retailhttp.DefaultSessionMaxAge / time.Second), HttpOnly: true, SameSite: http.SameSiteLaxMode,
+		MaxAge: int(retail.DefaultLifetime / time.Second), HttpOnly: true, SameSite: http.SameSiteLaxMode,
 	}
 	got := http.Cookie{Name: c.Name, Value: c.Value, Path: c.Path, MaxAge: c.MaxAge, HttpOnly: c.HttpOnly, Secure: c.Secure, SameSite: c.SameSite}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -150,32 +237,6 @@ func TestSessionManager_SecureOptionMarksTheCookie(t *testing.T) {
 	}
 }
 
-func TestSessionManager_LoginIssuesAFreshTokenAndEndsTheOldSession(t *testing.T) {
-	ctx := context.Background()
-	s, _ := newStore(t)
-	m := newManager(t, s, retailhttp.SessionOptions{})
-	first, firstCookie := login(t, m, ctx, "alice")
-	if err := s.AddToCart(ctx, first.Token, "itemX", 1); err != nil {
-		t.Fatalf("AddToCart = %v", err)
-	}
-
-	// Log in again from a request that carries the first session.
-	v := get(m, "/", firstCookie)
-	second, secondCookie := login(t, m, retailhttp.WithSession(ctx, v.session), "bob")
-	if second.Token == first.Token || secondCookie.Value == firstCookie.Value {
-		t.Fatalf("Login reused token %q, want a fresh one", first.Token)
-	}
-	if _, ok, _ := s.CheckToken(ctx, first.Token); ok {
-		t.Errorf("CheckToken(replaced token) ok = true, want the old session ended")
-	}
-	if cart, err := s.Cart(ctx, first.Token); len(cart) != 0 || err != nil {
-		t.Errorf("Cart(replaced token) = %v, %v, want empty, nil: the old cart must end with its session", cart, err)
-	}
-	if v := get(m, "/", secondCookie); !v.ok || v.session != second {
-		t.Errorf("session after the second login = %+v, %v, want %+v, true", v.session, v.ok, second)
-	}
-}
-
 func TestSessionManager_TokensAreUnique(t *testing.T) {
 	s, _ := newStore(t)
 	m := newManager(t, s, retailhttp.SessionOptions{})
@@ -190,26 +251,37 @@ func TestSessionManager_TokensAreUnique(t *testing.T) {
 }
 
 func TestSessionManager_PutsTheSessionInTheContextAndRecordsViews(t *testing.T) {
-	ctx := context.Background()
-	s, _ := newStore(t)
-	m := newManager(t, s, retailhttp.SessionOptions{})
-	sess, c := login(t, m, ctx, "alice")
+	for _, mode := range cookieModes {
+		t.Run(mode.name, func(t *testing.T) {
+			ctx := context.Background()
+			ms, clock := newStore(t)
+			s := &countingStore{Store: ms}
+			m := newManager(t, s, mode.opts(clock))
+			sess, c := login(t, m, ctx, "alice")
 
-	for _, target := range []string{"/?item=itemA", "/cart", "/?item=itemB", "/?item=itemA&item=itemC"} {
-		v := get(m, target, c)
-		if !v.ok || v.session != sess {
-			t.Errorf("GET %s: SessionFrom = %+v, %v, want %+v, true", target, v.session, v.ok, sess)
-		}
-		if got := v.resp.Header["Set-Cookie"]; len(got) != 0 {
-			t.Errorf("GET %s: Set-Cookie = %q, want none", target, got)
-		}
-	}
-	recent, err := s.RecentItems(ctx, sess.Token)
-	if err != nil {
-		t.Fatalf("RecentItems = %v", err)
-	}
-	if diff := cmp.Diff([]string{"itemB", "itemA"}, recent); diff != "" {
-		t.Errorf("RecentItems mismatch (-want +got):\n%s", diff)
+			targets := []string{"/?item=itemA", "/cart", "/?item=itemB", "/?item=itemA&item=itemC"}
+			for _, target := range targets {
+				v := get(m, target, c)
+				if !v.ok || v.session != sess {
+					t.Errorf("GET %s: SessionFrom = %+v, %v, want %+v, true", target, v.session, v.ok, sess)
+				}
+				if got := v.resp.Header["Set-Cookie"]; len(got) != 0 {
+					t.Errorf("GET %s: Set-Cookie = %q, want none", target, got)
+				}
+			}
+			recent, err := s.RecentItems(ctx, sess.Token)
+			if err != nil {
+				t.Fatalf("RecentItems = %v", err)
+			}
+			if diff := cmp.Diff([]string{"itemB", "itemA"}, recent); diff != "" {
+				t.Errorf("RecentItems mismatch (-want +got):\n%s", diff)
+			}
+			// One Store call a request, which checks and records at once.
+			got := [4]int64{s.refreshes.Load(), s.checks.Load(), s.updates.Load(), s.countViews.Load()}
+			if want := [4]int64{int64(len(targets)), 0, 0, 0}; got != want {
+				t.Errorf("RefreshSession, CheckToken, UpdateToken, CountView calls = %v, want %v", got, want)
+			}
+		})
 	}
 }
 
@@ -223,98 +295,61 @@ func TestSessionManager_ItemOptionChoosesTheViewedItem(t *testing.T) {
 	sess, c := login(t, m, ctx, "alice")
 	get(m, "/items/itemP", c)
 	get(m, "/items/"+strings.Repeat("x", retail.MaxIDLen+1), c) // breaks the input rules: no item
+	get(m, "/items/itemQ")                                      // anonymous
 	recent, _ := s.RecentItems(ctx, sess.Token)
 	if diff := cmp.Diff([]string{"itemP"}, recent); diff != "" {
 		t.Errorf("RecentItems mismatch (-want +got):\n%s", diff)
 	}
-}
-
-func TestSessionManager_UnknownTokenIsNoSessionAndClearsTheCookie(t *testing.T) {
-	ctx := context.Background()
-	s, _ := newStore(t)
-	m := newManager(t, s, retailhttp.SessionOptions{})
-	sess, c := login(t, m, ctx, "alice")
-	if err := s.Logout(ctx, sess.Token); err != nil { // e.g. cleaned
-		t.Fatalf("Logout = %v", err)
-	}
-	v := get(m, "/?item=itemX", c)
-	if v.ok {
-		t.Errorf("SessionFrom(ended session) = %+v, true, want no session", v.session)
-	}
-	if !isCleared(v.resp) {
-		t.Errorf("response to an ended session's cookie does not clear it; Set-Cookie: %q", v.resp.Header["Set-Cookie"])
-	}
-	if n, _ := s.SessionCount(ctx); n != 0 {
-		t.Errorf("SessionCount = %d, want 0: an ended session must not come back", n)
+	want := []retail.ItemViews{{Item: "itemP", Views: 1}, {Item: "itemQ", Views: 1}}
+	if diff := cmp.Diff(want, topItems(t, s, 10)); diff != "" {
+		t.Errorf("TopItems mismatch (-want +got):\n%s", diff)
 	}
 }
 
-func TestSessionManager_MalformedTokenIsNotLookedUp(t *testing.T) {
-	ms, _ := newStore(t)
-	s := &countingSessions{Store: ms}
-	m := newManager(t, s, retailhttp.SessionOptions{})
-	for _, value := range []string{"x", strings.Repeat("A", retailhttp.TokenLen), strings.Repeat("0", retailhttp.TokenLen+1), "../../etc"} {
-		v := get(m, "/", &http.Cookie{Name: retailhttp.DefaultSessionCookie, Value: value})
-		if v.ok || !isCleared(v.resp) {
-			t.Errorf("cookie %q: session %v, cleared %v, want no session, cleared", value, v.ok, isCleared(v.resp))
-		}
-	}
-	if got := s.checks.Load(); got != 0 {
-		t.Errorf("CheckToken calls = %d, want 0", got)
-	}
-}
-
-func TestSessionManager_LogoutClearsTheCookieAndTheStore(t *testing.T) {
-	ctx := context.Background()
-	s, _ := newStore(t)
-	m := newManager(t, s, retailhttp.SessionOptions{})
-	sess, c := login(t, m, ctx, "alice")
-	if err := s.AddToCart(ctx, sess.Token, "itemX", 2); err != nil {
-		t.Fatalf("AddToCart = %v", err)
-	}
-	v := get(m, "/?item=itemX", c)
-
-	rec := httptest.NewRecorder()
-	if err := m.Logout(retailhttp.WithSession(ctx, v.session), rec); err != nil {
-		t.Fatalf("Logout = %v", err)
-	}
-	if !isCleared(rec.Result()) {
-		t.Errorf("Logout response does not clear the cookie; Set-Cookie: %q", rec.Result().Header["Set-Cookie"])
-	}
-	if _, ok, _ := s.CheckToken(ctx, sess.Token); ok {
-		t.Errorf("CheckToken after Logout ok = true, want false")
-	}
-	if cart, _ := s.Cart(ctx, sess.Token); len(cart) != 0 {
-		t.Errorf("Cart after Logout = %v, want empty", cart)
-	}
-	if v := get(m, "/", c); v.ok {
-		t.Errorf("session of the old cookie after Logout = %+v, want none", v.session)
+func TestSessionManager_EndedSessionIsNoSessionAndClearsTheCookie(t *testing.T) {
+	for _, mode := range cookieModes {
+		t.Run(mode.name, func(t *testing.T) {
+			ctx := context.Background()
+			s, clock := newStore(t)
+			m := newManager(t, s, mode.opts(clock))
+			sess, c := login(t, m, ctx, "alice")
+			if err := s.Logout(ctx, sess.Token); err != nil { // e.g. on another server
+				t.Fatalf("Logout = %v", err)
+			}
+			v := get(m, "/?item=itemX", c)
+			if v.ok {
+				t.Errorf("SessionFrom(ended session) = %+v, true, want no session", v.session)
+			}
+			if !isCleared(v.resp) {
+				t.Errorf("response to an ended session's cookie does not clear it; Set-Cookie: %q", v.resp.Header["Set-Cookie"])
+			}
+			if n, _ := s.SessionCount(ctx); n != 0 {
+				t.Errorf("SessionCount = %d, want 0: an ended session must not come back", n)
+			}
+			// The view is counted as an anonymous one.
+			if diff := cmp.Diff([]retail.ItemViews{{Item: "itemX", Views: 1}}, topItems(t, s, 10)); diff != "" {
+				t.Errorf("TopItems mismatch (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
-func TestSessionManager_LogoutWithoutSessionClearsTheCookie(t *testing.T) {
-	s, _ := newStore(t)
-	m := newManager(t, s, retailhttp.SessionOptions{})
-	rec := httptest.NewRecorder()
-	if err := m.Logout(context.Background(), rec); err != nil {
-		t.Errorf("Logout(no session) = %v, want nil", err)
-	}
-	if !isCleared(rec.Result()) {
-		t.Errorf("Logout(no session) does not clear the cookie")
-	}
-}
-
-func TestSessionManager_LoginRejectsInvalidUsers(t *testing.T) {
-	s, _ := newStore(t)
-	m := newManager(t, s, retailhttp.SessionOptions{})
-	for _, user := range []string{"", "\xff", strings.Repeat("u", retail.MaxUserLen+1)} {
-		rec := httptest.NewRecorder()
-		if _, err := m.Login(context.Background(), rec, user); !errors.Is(err, retail.ErrInvalid) {
-			t.Errorf("Login(%.10q) = %v, want %v", user, err, retail.ErrInvalid)
-		}
-		if got := rec.Result().Header["Set-Cookie"]; len(got) != 0 {
-			t.Errorf("Login(%.10q) Set-Cookie = %q, want none", user, got)
-		}
+func TestSessionManager_MalformedCookieIsNotLookedUp(t *testing.T) {
+	for _, mode := range cookieModes {
+		t.Run(mode.name, func(t *testing.T) {
+			ms, clock := newStore(t)
+			s := &countingStore{Store: ms}
+			m := newManager(t, s, mode.opts(clock))
+			for _, value := range []string{"x", strings.Repeat("A", retailhttp.TokenLen), strings.Repeat("0", retailhttp.TokenLen+1), "../../etc", strings.Repeat("0", retailhttp.TokenLen) + ".AAAA"} {
+				v := get(m, "/", &http.Cookie{Name: retailhttp.DefaultSessionCookie, Value: value})
+				if v.ok || !isCleared(v.resp) {
+					t.Errorf("cookie %q: session %v, cleared %v, want no session, cleared", value, v.ok, isCleared(v.resp))
+				}
+			}
+			if got := s.refreshes.Load() + s.checks.Load(); got != 0 {
+				t.Errorf("Store lookups = %d, want 0", got)
+			}
+		})
 	}
 }
 
@@ -339,6 +374,19 @@ func TestSessionManager_StoreFailureGoesToTheErrorHandler(t *testing.T) {
 	quiet := newManager(t, s, retailhttp.SessionOptions{Logger: (&logRecorder{}).Logger()})
 	if v := get(quiet, "/", c); v.resp.StatusCode != http.StatusInternalServerError {
 		t.Errorf("default ErrorHandler status = %d, want %d", v.resp.StatusCode, http.StatusInternalServerError)
+	}
+}
+
+func TestSessionManager_FailedAnonymousViewIsLoggedAndServed(t *testing.T) {
+	s, _ := newStore(t)
+	logs := &logRecorder{}
+	m := newManager(t, s, retailhttp.SessionOptions{Logger: logs.Logger()})
+	s.Close()
+	served := false
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served = true }))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/?item=itemX", nil))
+	if !served || !strings.Contains(logs.String(), "counting a view failed") {
+		t.Errorf("anonymous view with a closed store: served %v, log %q, want served and the failure logged", served, logs.String())
 	}
 }
 
@@ -377,49 +425,67 @@ func TestSessionManager_ReturnsStoreErrorsAsTheStoreReturnedThem(t *testing.T) {
 	sess, _ := login(t, m, ctx, "alice")
 	s.Close()
 
-	rec := httptest.NewRecorder()
-	_, loginErr := m.Login(ctx, rec, "bob")
-	logoutErr := m.Logout(retailhttp.WithSession(ctx, sess), httptest.NewRecorder())
+	withSession := func() context.Context { return retailhttp.WithSession(ctx, sess) }
+	recs := map[string]*httptest.ResponseRecorder{}
+	rec := func(call string) *httptest.ResponseRecorder {
+		recs[call] = httptest.NewRecorder()
+		return recs[call]
+	}
+	_, loginErr := m.Login(ctx, rec("Login"), "bob")
+	_, reloginErr := m.Login(withSession(), rec("Login with a session"), "bob")
+	_, ensureErr := m.Ensure(ctx, rec("Ensure"))
+	_, renewErr := m.Renew(withSession(), rec("Renew"))
+	logoutErr := m.Logout(withSession(), httptest.NewRecorder())
+	_, everywhereErr := m.LogoutEverywhere(withSession(), httptest.NewRecorder())
 	for _, tc := range []struct {
 		call string
 		err  error
-	}{{"Login", loginErr}, {"Logout", logoutErr}} {
+	}{
+		{"Login", loginErr}, {"Login with a session", reloginErr}, {"Ensure", ensureErr},
+		{"Renew", renewErr}, {"Logout", logoutErr}, {"LogoutEverywhere", everywhereErr},
+	} {
 		// Wrapped once, by the Store: the error is the Store's own.
 		if _, ok := tc.err.(*retail.OpError); !ok || !errors.Is(tc.err, retail.ErrClosed) {
 			t.Errorf("%s with a closed store = %T %v, want the Store's *retail.OpError matching %v", tc.call, tc.err, tc.err, retail.ErrClosed)
 		}
 	}
-	if got := rec.Result().Header["Set-Cookie"]; len(got) != 0 {
-		t.Errorf("failed Login Set-Cookie = %q, want none", got)
+	for call, rec := range recs {
+		if got := rec.Result().Header["Set-Cookie"]; len(got) != 0 {
+			t.Errorf("failed %s Set-Cookie = %q, want none", call, got)
+		}
 	}
 }
 
-func TestSessionManager_SignedCookiesNeedNoLookup(t *testing.T) {
+func TestSessionManager_SignedCookiesAreCheckedWithTheStore(t *testing.T) {
 	ctx := context.Background()
 	ms, clock := newStore(t)
-	s := &countingSessions{Store: ms}
+	s := &countingStore{Store: ms}
 	m := newManager(t, s, retailhttp.SessionOptions{SigningKeys: [][]byte{key(1)}, Clock: clock})
 	sess, c := login(t, m, ctx, "alice")
-	if c.Value == sess.Token || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode {
+	if c.Value == sess.Token || !strings.Contains(c.Value, ".") || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode {
 		t.Errorf("signed Login cookie = %+v, want a signed value, HttpOnly, SameSite=Lax", c)
+	}
+	if c.MaxAge != int(retail.DefaultLifetime/time.Second) {
+		t.Errorf("signed Login cookie MaxAge = %d, want %d (retail.DefaultLifetime)", c.MaxAge, int(retail.DefaultLifetime/time.Second))
 	}
 	v := get(m, "/?item=itemX", c)
 	if !v.ok || v.session != sess {
 		t.Errorf("SessionFrom(signed cookie) = %+v, %v, want %+v, true", v.session, v.ok, sess)
 	}
-	if got := s.checks.Load(); got != 0 {
-		t.Errorf("CheckToken calls = %d, want 0 in signed-cookie mode", got)
+	if got := [2]int64{s.refreshes.Load(), s.checks.Load()}; got != [2]int64{1, 0} {
+		t.Errorf("RefreshSession, CheckToken calls = %v, want [1 0]", got)
 	}
 	if recent, _ := s.RecentItems(ctx, sess.Token); !cmp.Equal(recent, []string{"itemX"}) {
-		t.Errorf("RecentItems = %v, want [itemX]: UpdateToken must still run", recent)
+		t.Errorf("RecentItems = %v, want [itemX]", recent)
 	}
 }
 
 func TestSessionManager_SignedCookieTamperedOrExpiredIsNoSession(t *testing.T) {
 	ctx := context.Background()
-	s, clock := newStore(t)
+	ms, clock := newStore(t)
+	s := &countingStore{Store: ms}
 	m := newManager(t, s, retailhttp.SessionOptions{SigningKeys: [][]byte{key(1)}, Clock: clock, MaxAge: time.Hour})
-	_, c := login(t, m, ctx, "alice")
+	sess, c := login(t, m, ctx, "alice")
 
 	forged := *c
 	forged.Value = c.Value[:12] + flip(c.Value[12]) + c.Value[13:]
@@ -431,14 +497,27 @@ func TestSessionManager_SignedCookieTamperedOrExpiredIsNoSession(t *testing.T) {
 	if v := get(m, "/", foreign); v.ok {
 		t.Errorf("cookie signed with an unknown key: session %+v, want none", v.session)
 	}
+	if got := s.refreshes.Load(); got != 0 {
+		t.Errorf("RefreshSession calls for tampered and foreign cookies = %d, want 0", got)
+	}
 
-	clock.Advance(time.Hour - time.Millisecond)
+	// Keep the Store's session alive: the cookie's own expiry ends it.
+	for range 2 {
+		clock.Advance(25 * time.Minute)
+		if v := get(m, "/", c); !v.ok {
+			t.Fatalf("cookie after %v: no session, want alice", clock.Now().Sub(epoch))
+		}
+	}
+	clock.Advance(10*time.Minute - time.Millisecond)
 	if v := get(m, "/", c); !v.ok {
 		t.Errorf("cookie 1 ms before expiry: no session, want alice")
 	}
 	clock.Advance(time.Millisecond)
 	if v := get(m, "/", c); v.ok || !isCleared(v.resp) {
 		t.Errorf("expired cookie: session %v, cleared %v, want no session, cleared", v.ok, isCleared(v.resp))
+	}
+	if _, ok, _ := s.CheckToken(ctx, sess.Token); !ok {
+		t.Errorf("CheckToken(token of the expired cookie) = false, want the Store's session still live (the test needs it)")
 	}
 }
 
@@ -454,27 +533,6 @@ func TestSessionManager_SignedCookiesSurviveKeyRotation(t *testing.T) {
 	_, newCookie := login(t, after, ctx, "bob")
 	if v := get(before, "/", newCookie); v.ok {
 		t.Errorf("old-key manager accepted a cookie signed after rotation: want the new key to sign")
-	}
-}
-
-func TestSessionManager_SignedLogoutEndsTheStoreSession(t *testing.T) {
-	ctx := context.Background()
-	s, clock := newStore(t)
-	m := newManager(t, s, retailhttp.SessionOptions{SigningKeys: [][]byte{key(1)}, Clock: clock})
-	sess, c := login(t, m, ctx, "alice")
-	if err := s.AddToCart(ctx, sess.Token, "itemX", 1); err != nil {
-		t.Fatalf("AddToCart = %v", err)
-	}
-	v := get(m, "/", c)
-	rec := httptest.NewRecorder()
-	if err := m.Logout(retailhttp.WithSession(ctx, v.session), rec); err != nil {
-		t.Fatalf("Logout = %v", err)
-	}
-	if !isCleared(rec.Result()) {
-		t.Errorf("signed Logout does not clear the cookie")
-	}
-	if cart, _ := s.Cart(ctx, sess.Token); len(cart) != 0 {
-		t.Errorf("Cart after signed Logout = %v, want empty", cart)
 	}
 }
 
@@ -524,7 +582,7 @@ func ExampleSessionManager() {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 	})
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		if s, ok := retailhttp.SessionFrom(r.Context()); ok {
+		if s, ok := retailhttp.SessionFrom(r.Context()); ok && !s.Guest() {
 			fmt.Fprintf(w, "hello, %s", s.User)
 			return
 		}
@@ -547,4 +605,43 @@ func ExampleSessionManager() {
 	// Output:
 	// please log in
 	// hello, alice
+}
+
+func TestSessionManager_SignedCookieWithForeignDataIsNoSession(t *testing.T) {
+	ms, clock := newStore(t)
+	s := &countingStore{Store: ms}
+	m := newManager(t, s, retailhttp.SessionOptions{SigningKeys: [][]byte{key(1)}, Clock: clock})
+	// Signed with the manager's key for its cookie, but not a session.
+	signer := newSigner(t, key(1))
+	for _, data := range []string{"", "alice", strings.Repeat("A", retailhttp.TokenLen) + "alice", strings.Repeat("0", retailhttp.TokenLen) + "\xff"} {
+		value := sign(t, signer, retailhttp.DefaultSessionCookie, data, epoch.Add(time.Hour))
+		v := get(m, "/", &http.Cookie{Name: retailhttp.DefaultSessionCookie, Value: value})
+		if v.ok || !isCleared(v.resp) {
+			t.Errorf("signed cookie of %q: session %v, cleared %v, want no session, cleared", data, v.ok, isCleared(v.resp))
+		}
+	}
+	if got := s.refreshes.Load(); got != 0 {
+		t.Errorf("RefreshSession calls = %d, want 0", got)
+	}
+}
+
+// takenStore answers every StartSession as if its token were taken.
+type takenStore struct{ *memory.Store }
+
+func (takenStore) StartSession(context.Context, string, string) (bool, error) { return false, nil }
+
+func TestSessionManager_NeverUsesATakenToken(t *testing.T) {
+	ms, _ := newStore(t)
+	m := newManager(t, takenStore{ms}, retailhttp.SessionOptions{})
+	recs := []*httptest.ResponseRecorder{httptest.NewRecorder(), httptest.NewRecorder()}
+	_, ensureErr := m.Ensure(context.Background(), recs[0])
+	_, loginErr := m.Login(context.Background(), recs[1], "alice")
+	if ensureErr == nil || loginErr == nil {
+		t.Errorf("Ensure, Login with every token taken = %v, %v, want errors", ensureErr, loginErr)
+	}
+	for _, rec := range recs {
+		if got := rec.Result().Header["Set-Cookie"]; len(got) != 0 {
+			t.Errorf("Set-Cookie with every token taken = %q, want none", got)
+		}
+	}
 }

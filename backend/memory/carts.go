@@ -4,37 +4,74 @@ import (
 	"context"
 	"maps"
 	"strings"
+
+	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/driver"
 )
 
 // AddToCart implements driver.Store. The cart lives inside its session, so
 // it goes wherever the session goes.
-func (s *store) AddToCart(ctx context.Context, token, item string, count int) (bool, error) {
+func (s *store) AddToCart(ctx context.Context, token, item string, count int) (driver.Status, error) {
+	now := s.now()
 	s.sessMu.Lock()
 	defer s.sessMu.Unlock()
-	x := s.sessions[token]
+	x := s.liveSession(token, now)
 	if x == nil {
-		return false, nil
+		return driver.NoSession, nil
 	}
 	if count <= 0 {
 		delete(x.cart, item)
-		return true, nil
+		return driver.OK, nil
 	}
-	if x.cart == nil {
-		x.cart = make(map[string]int)
+	return setLine(x, item, count), nil
+}
+
+// IncrementCart implements driver.Store.
+func (s *store) IncrementCart(ctx context.Context, token, item string, n int) (int, driver.Status, error) {
+	now := s.now()
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	x := s.liveSession(token, now)
+	if x == nil {
+		return 0, driver.NoSession, nil
 	}
+	count := x.cart[item] + n // both are within ±MaxCartCount: no overflow
+	switch {
+	case count > retail.MaxCartCount:
+		return 0, driver.TooMany, nil
+	case count <= 0:
+		delete(x.cart, item)
+		return 0, driver.OK, nil
+	}
+	if st := setLine(x, item, count); st != driver.OK {
+		return 0, st, nil
+	}
+	return count, driver.OK, nil
+}
+
+// setLine sets the count of item in x's cart, unless that adds a line to a
+// full cart. count is positive.
+func setLine(x *session, item string, count int) driver.Status {
 	if _, ok := x.cart[item]; !ok {
+		if len(x.cart) >= retail.MaxCartLines {
+			return driver.Full
+		}
+		if x.cart == nil {
+			x.cart = make(map[string]int)
+		}
 		item = strings.Clone(item)
 	}
 	x.cart[item] = count
-	return true, nil
+	return driver.OK
 }
 
 // Cart implements driver.Store.
 func (s *store) Cart(ctx context.Context, token string) (map[string]int, error) {
-	s.sessMu.RLock()
-	defer s.sessMu.RUnlock()
-	if x := s.sessions[token]; x != nil && len(x.cart) > 0 {
-		return maps.Clone(x.cart), nil
-	}
-	return map[string]int{}, nil
+	var cart map[string]int
+	s.readSession(token, func(x *session) {
+		if len(x.cart) > 0 {
+			cart = maps.Clone(x.cart)
+		}
+	})
+	return cart, nil
 }

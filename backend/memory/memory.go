@@ -1,29 +1,48 @@
 // Package memory is an in-process [retail.Store]: the reference semantics of
 // the conformance suite, and a fast store for tests and single-process shops.
 //
-// Sessions are kept in a map and a list ordered by last-seen time, so
-// UpdateToken and CleanSessions cost O(1) a session. View counts live in an
-// order-statistic B+tree, so ItemRank costs O(log n) with no sorting per
-// query. Each concern (sessions and carts, views, pages, rows) has its own
-// lock, so callers touching different concerns do not wait for each other.
+// Sessions are kept in a map, a list ordered by last-seen time and an index
+// of each user's sessions, so StartSession, RefreshSession, UpdateToken,
+// RenewSession and Logout cost O(1), UserSessions and LogoutUser O(k) for a
+// user's k sessions (and a sort), and a cleaning pass O(1) a session
+// removed. View counts live in an order-statistic B+tree, so ItemRank costs
+// O(log n) with no sorting per query. Each concern (sessions with their
+// carts and values, views, pages, rows) has its own lock, so callers
+// touching different concerns do not wait for each other.
+//
+// Expiry is exact by the Store's clock, at millisecond resolution: a session
+// is live while now < lastSeen + Options.IdleTimeout and now < created +
+// Options.Lifetime, and every call treats it as absent from the first
+// millisecond it is not. An expired session still holds its memory (and is
+// counted by SessionCount) until a call touches its token, UserSessions or
+// LogoutUser meets it, or CleanSessions removes it; run a
+// [retail.SessionCleaner] to bound memory, as with any backend.
 //
 // Nothing is persisted: the state lives as long as the Store.
 package memory
 
 import (
 	"sync"
+	"time"
 
 	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/driver"
 )
 
-// Options configures a Store. The zero value is the book's configuration.
+// Options configures a Store. The zero value is the book's configuration
+// with the retail package's default session times.
 type Options struct {
 	// Clock tells the Store the time; retail.SystemClock if nil.
 	Clock retail.Clock
 	// RecentLimit is how many recently viewed items a session keeps;
 	// retail.DefaultRecentLimit if zero. It must not be negative.
 	RecentLimit int
+	// IdleTimeout ends a session not refreshed for this long;
+	// retail.DefaultIdleTimeout if zero.
+	IdleTimeout time.Duration
+	// Lifetime ends a session this long after it was started or last
+	// logged in; retail.DefaultLifetime if zero.
+	Lifetime time.Duration
 }
 
 // Store is an in-memory retail.Store. Create one with New; it is safe for
@@ -36,11 +55,14 @@ type Store struct {
 type store struct {
 	clock       retail.Clock
 	recentLimit int
+	idle        int64 // ms
+	lifetime    int64 // ms
 
 	sessMu   sync.RWMutex
 	sessions map[string]*session
-	byAge    sessionList // oldest first
-	seq      uint64      // bumped by every UpdateToken, under sessMu
+	byAge    sessionList         // oldest first
+	byUser   map[string]*session // user -> one of its sessions, linked to the others (users.go)
+	seq      uint64              // bumped by every change of a session's last-seen time, under sessMu
 
 	viewMu sync.RWMutex
 	views  map[string]*rankKey // each item's current place in ranks
@@ -64,8 +86,17 @@ var (
 // New returns an empty Store. It returns an error matching retail.ErrInvalid
 // if an option is out of range.
 func New(opts Options) (*Store, error) {
+	d, err := newDriver(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{retail.NewStore(d)}, nil
+}
+
+func newDriver(opts Options) (*store, error) {
+	const op = "memory.New"
 	if opts.RecentLimit < 0 {
-		return nil, &retail.InputError{Op: "memory.New", Arg: "RecentLimit", Reason: "negative"}
+		return nil, &retail.InputError{Op: op, Arg: "RecentLimit", Reason: "negative"}
 	}
 	if opts.Clock == nil {
 		opts.Clock = retail.SystemClock{}
@@ -73,16 +104,27 @@ func New(opts Options) (*Store, error) {
 	if opts.RecentLimit == 0 {
 		opts.RecentLimit = retail.DefaultRecentLimit
 	}
-	d := &store{
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = retail.DefaultIdleTimeout
+	}
+	if opts.Lifetime == 0 {
+		opts.Lifetime = retail.DefaultLifetime
+	}
+	if err := retail.CheckSessionTimes(op, opts.IdleTimeout, opts.Lifetime); err != nil {
+		return nil, err
+	}
+	return &store{
 		clock:       opts.Clock,
 		recentLimit: opts.RecentLimit,
+		idle:        ceilMillis(opts.IdleTimeout),
+		lifetime:    ceilMillis(opts.Lifetime),
 		sessions:    make(map[string]*session),
+		byUser:      make(map[string]*session),
 		views:       make(map[string]*rankKey),
 		pages:       make(map[string]*page),
 		rows:        make(map[string]*rowEntry),
 		rowData:     make(map[string][]byte),
-	}
-	return &Store{retail.NewStore(d)}, nil
+	}, nil
 }
 
 // Close implements driver.Store. There is nothing to release; calls still
@@ -91,6 +133,13 @@ func (s *store) Close() error { return nil }
 
 // now reads the clock at the millisecond resolution every backend uses.
 func (s *store) now() int64 { return s.clock.Now().UnixMilli() }
+
+// ceilMillis rounds d up to whole milliseconds. Times are read in whole
+// milliseconds, so a session seen at t with an idle timeout of 1.5 ms is
+// live while now < t+1.5 ms, that is while now < t+2 ms.
+func ceilMillis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
 
 func cloneBytes(b []byte) []byte {
 	if b == nil {

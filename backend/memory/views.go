@@ -23,6 +23,23 @@ func (s *store) countView(item string) string {
 	return k.item
 }
 
+// viewName returns the Store's copy of item's name if it has one, or a new
+// copy: a name the Store may keep.
+func (s *store) viewName(item string) string {
+	s.viewMu.RLock()
+	defer s.viewMu.RUnlock()
+	if k := s.views[item]; k != nil {
+		return k.item
+	}
+	return strings.Clone(item)
+}
+
+// CountView implements driver.Store.
+func (s *store) CountView(ctx context.Context, item string) error {
+	s.countView(item)
+	return nil
+}
+
 // ItemRank implements driver.Store.
 func (s *store) ItemRank(ctx context.Context, item string) (int, bool, error) {
 	s.viewMu.RLock()

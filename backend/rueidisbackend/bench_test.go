@@ -37,9 +37,11 @@ func benchFactory(tg target, cacheTTL time.Duration) conformance.Factory {
 	}
 }
 
-// BenchmarkMemoryPerSession loads 100,000 sessions, each having viewed one
-// item, in our key layout and in the book's, and reports the growth of the
-// server's used_memory per session for each.
+// BenchmarkMemoryPerSession loads 100,000 sessions into the server, the
+// way the shop makes them (StartSession, a RefreshSession viewing an item,
+// one cart line), as guests and as logged-in users, and in the book's key
+// layout, and reports the growth of the server's used_memory per session
+// for each.
 func BenchmarkMemoryPerSession(b *testing.B) {
 	if server == nil {
 		unavailable(b, "Redis server", serverErr)
@@ -47,13 +49,19 @@ func BenchmarkMemoryPerSession(b *testing.B) {
 	const sessions = 100_000
 	measureOnce.Do(func() {
 		c := newClient(b, rueidis.ClientOption{InitAddress: []string{server.Addr()}, ForceSingleClient: true})
-		ours := mustNew(b, c, rueidisbackend.Options{Prefix: uniquePrefix()})
 		perSession = map[string]float64{}
-		perSession["ours"] = usedMemoryDelta(b, c, func() {
-			parallelDo(sessions, func(i int) error {
-				return ours.UpdateToken(bg, benchToken(i), fmt.Sprintf("user-%d", i), fmt.Sprintf("item-%d", i%1000))
-			})
-		}) / sessions
+		for _, v := range []struct {
+			name string
+			user func(i int) string
+		}{
+			{"guest", func(int) string { return "" }},
+			{"user", func(i int) string { return fmt.Sprintf("user-%d", i) }},
+		} {
+			s := mustNew(b, c, rueidisbackend.Options{Prefix: uniquePrefix()})
+			perSession[v.name] = usedMemoryDelta(b, c, func() {
+				parallelDo(sessions, func(i int) error { return shopSession(s, i, v.user(i)) })
+			}) / sessions
+		}
 		prefix := uniquePrefix()
 		perSession["book"] = usedMemoryDelta(b, c, func() {
 			parallelDo(sessions, func(i int) error { return bookUpdateToken(c, prefix, i) })
@@ -61,8 +69,21 @@ func BenchmarkMemoryPerSession(b *testing.B) {
 	})
 	for range b.N {
 	}
-	b.ReportMetric(perSession["ours"], "bytes/session")
+	b.ReportMetric(perSession["guest"], "guest-bytes/session")
+	b.ReportMetric(perSession["user"], "user-bytes/session")
 	b.ReportMetric(perSession["book"], "book-bytes/session")
+}
+
+// shopSession makes session i as the shop does.
+func shopSession(s *rueidisbackend.Store, i int, user string) error {
+	token, item := benchToken(i), fmt.Sprintf("item-%d", i%1000)
+	if _, err := s.StartSession(bg, token, user); err != nil {
+		return err
+	}
+	if _, _, err := s.RefreshSession(bg, token, item); err != nil {
+		return err
+	}
+	return s.AddToCart(bg, token, item, 1)
 }
 
 var (
@@ -72,9 +93,9 @@ var (
 
 func benchToken(i int) string { return fmt.Sprintf("%032x", i) }
 
-// bookUpdateToken is the book's update_token, key for key: a login hash
-// field, a recent entry, a viewed:TOKEN sorted set trimmed to 25, and the
-// global view count.
+// bookUpdateToken is the book's update_token and add_to_cart, key for key:
+// a login hash field, a recent entry, a viewed:TOKEN sorted set trimmed to
+// 25, the global view count, and a cart:TOKEN hash.
 func bookUpdateToken(c rueidis.Client, prefix string, i int) error {
 	token, item := benchToken(i), fmt.Sprintf("item-%d", i%1000)
 	ts := float64(time.Now().UnixMicro()) / 1e6
@@ -84,6 +105,7 @@ func bookUpdateToken(c rueidis.Client, prefix string, i int) error {
 		c.B().Zadd().Key(prefix+"viewed:"+token).ScoreMember().ScoreMember(ts, item).Build(),
 		c.B().Zremrangebyrank().Key(prefix+"viewed:"+token).Start(0).Stop(-26).Build(),
 		c.B().Zincrby().Key(prefix+"viewed:").Increment(-1).Member(item).Build(),
+		c.B().Hset().Key(prefix+"cart:"+token).FieldValue().FieldValue(item, "1").Build(),
 	) {
 		if err := r.Error(); err != nil {
 			return err

@@ -177,3 +177,52 @@ func TestCache_HitsAfterFirstRead(t *testing.T) {
 		}
 	})
 }
+
+// TestCache_CheckTokenStaysCachedWhileRefreshed refreshes a session every
+// minute of the Store's clock for three hours, reading CheckToken ten
+// times after each refresh. A refresh rewrites the cached login only when
+// its coarse idle deadline is less than half the idle timeout away, so
+// the reads miss the client-side cache about once every 15 minutes and hit
+// it otherwise; once refreshes stop, CheckToken still answers by the exact
+// last-seen time.
+func TestCache_CheckTokenStaysCachedWhileRefreshed(t *testing.T) {
+	forEachCachingTarget(t, func(t *testing.T, tg target) {
+		clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+		s, _, _ := newStore(t, tg, clock)
+		if _, err := s.StartSession(bg, "busy", "alice"); err != nil {
+			t.Fatal(err)
+		}
+		before := s.CacheStats()
+		const minutes, reads = 180, 10
+		for range minutes {
+			clock.Advance(time.Minute)
+			if user, ok, err := s.RefreshSession(bg, "busy", ""); user != "alice" || !ok || err != nil {
+				t.Fatalf("RefreshSession = %q, %v, %v", user, ok, err)
+			}
+			for range reads {
+				if user, ok, err := s.CheckToken(bg, "busy"); user != "alice" || !ok || err != nil {
+					t.Fatalf("CheckToken at %v = %q, %v, %v; want alice", clock.Now(), user, ok, err)
+				}
+			}
+		}
+		after := s.CacheStats()
+		hits, misses := after.Hits-before.Hits, after.Misses-before.Misses
+		// A rewrite every 16 minutes (when 14 of 30 are left), a miss or
+		// two after each: the reads of one minute in which the invalidation
+		// had not arrived yet are read from the server, not counted.
+		if limit := uint64(2 * (minutes/16 + 1)); misses > limit || hits < minutes*reads/2 {
+			t.Errorf("%d CheckToken calls: %d cache hits, %d misses; want at most %d misses", minutes*reads, hits, misses, limit)
+		}
+		t.Logf("%d CheckToken calls: %d cache hits, %d misses", minutes*reads, hits, misses)
+
+		// Past the coarse deadline, the exact last-seen time decides.
+		clock.Advance(retail.DefaultIdleTimeout - time.Millisecond)
+		if _, ok, err := s.CheckToken(bg, "busy"); !ok || err != nil {
+			t.Errorf("CheckToken 1ms before the idle timeout = %v, %v; want live", ok, err)
+		}
+		clock.Advance(time.Millisecond)
+		if _, ok, err := s.CheckToken(bg, "busy"); ok || err != nil {
+			t.Errorf("CheckToken at the idle timeout = %v, %v; want a miss", ok, err)
+		}
+	})
+}

@@ -3,46 +3,84 @@ package rueidisbackend
 import (
 	"context"
 	"strconv"
+
+	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/driver"
 )
 
-// addToCart sets or removes a cart line, only while the session exists, so
-// a cart never outlives its session. It answers cartWritten or
-// cartNoSession.
+// cartWrite sets (ARGV[9] "set") or adds to (ARGV[9] "add") the count of a
+// cart line, only while the session is live, so that a cart never outlives
+// its session. A count that ends at zero or less removes the line; a new
+// line in a cart of ARGV[10] lines is refused (FULL), and so is an addition
+// that takes the count past ARGV[11] (TOO_MANY). The cart's TTL follows the
+// session's (see state.go).
 //
-// KEYS: login, cart. ARGV: item, count.
-var addToCart = newScript(`
-local WRITTEN, NO_SESSION = 1, 0
-if redis.call('EXISTS', KEYS[1]) == 0 then return NO_SESSION end
-if tonumber(ARGV[2]) <= 0 then
-  redis.call('HDEL', KEYS[2], ARGV[1])
-else
-  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+// KEYS: the session's. ARGV: sessionArgs, item, count or increment, "set"
+// or "add", the most lines, the largest count. Answers {status, count}.
+var cartWrite = sessionScript(`
+local s = sessionAt(KEYS[1], KEYS[2])
+if not s or not s.live then return {NO_SESSION} end
+local item, n = ARGV[7], tonumber(ARGV[8])
+local old = redis.call('HGET', KEYS[4], item)
+local count = n
+if ARGV[9] == 'add' then
+  count = (old and tonumber(old) or 0) + n
+  if count > tonumber(ARGV[11]) then return {TOO_MANY} end
 end
-return WRITTEN
+if count <= 0 then
+  redis.call('HDEL', KEYS[4], item)
+  return {OK, 0}
+end
+if not old and redis.call('HLEN', KEYS[4]) >= tonumber(ARGV[10]) then return {FULL} end
+redis.call('HSET', KEYS[4], item, count)
+redis.call('PEXPIRE', KEYS[4], keyTTL(s.created, s.deadline))
+return {OK, count}
 `)
 
-// addToCart's answers (the script's WRITTEN and NO_SESSION).
-const (
-	cartNoSession = 0 // no login key: nothing written
-	cartWritten   = 1 // the line was set or removed
+var (
+	maxCartLines = itoa(retail.MaxCartLines)
+	maxCartCount = itoa(retail.MaxCartCount)
 )
 
-// AddToCart implements driver.Store with a script that writes the cart only
-// while the session's login key exists, on the session's slot, so a cart
-// cannot outlive its session whatever runs concurrently.
-func (s *store) AddToCart(ctx context.Context, token, item string, count int) (bool, error) {
-	ks := s.k.session(token)
-	answer, err := s.do(ctx, s.scriptCall(addToCart, []string{ks.login, ks.cart},
-		[]string{item, strconv.Itoa(count)}))[0].AsInt64()
+// writeCart runs cartWrite on token's session.
+func (s *store) writeCart(ctx context.Context, token, item string, n int, mode string) (int, driver.Status, error) {
+	args := s.sessionArgs(s.nowMs(), "", item, itoa(n), mode, maxCartLines, maxCartCount)
+	reply, err := s.do(ctx, s.scriptCall(cartWrite, s.k.session(token).all(), args))[0].ToArray()
 	if err != nil {
-		return false, err
+		return 0, 0, err
 	}
-	return answer == cartWritten, nil
+	st, err := status(reply)
+	if err != nil || st != driver.OK {
+		return 0, st, err
+	}
+	if len(reply) < 2 {
+		return 0, 0, errShortReply
+	}
+	count, err := reply[1].AsInt64()
+	return int(count), driver.OK, err
 }
 
-// Cart implements driver.Store.
+// AddToCart implements driver.Store with one script on the session's slot.
+func (s *store) AddToCart(ctx context.Context, token, item string, count int) (driver.Status, error) {
+	_, st, err := s.writeCart(ctx, token, item, count, "set")
+	return st, err
+}
+
+// IncrementCart implements driver.Store with one script on the session's
+// slot.
+func (s *store) IncrementCart(ctx context.Context, token, item string, n int) (int, driver.Status, error) {
+	return s.writeCart(ctx, token, item, n, "add")
+}
+
+// Cart implements driver.Store: the cart and the session's state, read in
+// one round trip.
 func (s *store) Cart(ctx context.Context, token string) (map[string]int, error) {
-	lines, err := s.c.Do(ctx, s.c.B().Hgetall().Key(s.k.sessionKey(cartKind, token)).Build()).AsStrMap()
+	ks := s.k.session(token)
+	msg, ok, err := s.readLive(ctx, ks, s.c.B().Hgetall().Key(ks.cart).Build())
+	if !ok {
+		return nil, err
+	}
+	lines, err := msg.AsStrMap()
 	if err != nil {
 		return nil, err
 	}

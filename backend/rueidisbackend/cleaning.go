@@ -4,33 +4,35 @@ import (
 	"context"
 	"strconv"
 	"time"
+
+	"github.com/redis/rueidis"
 )
 
 // cleanBatch bounds the sessions one round of a pass reads and deletes, so
 // that no script holds the server for long.
 const cleanBatch = 1000
 
-// CleanSessions implements driver.Store. Each round of the pass reads
-// the oldest index entries with their stamps, deletes every session whose
+// CleanSessions implements driver.Store. Each round of the pass reads the
+// oldest index entries with their stamps (as many as are idle-expired, or
+// beyond the newest keep, whichever is more), deletes every session whose
 // stamp is still the one read (one script per session in a cluster, where
 // sessions live on different slots; one script for the round on a single
-// server), then removes the index entries of the deleted sessions whose
-// stamps are still the ones read. A session refreshed at any point after
-// the read has a new stamp and survives; one refreshed after its keys were
-// deleted is a new session whose index entry the last step leaves alone.
-// Sessions refreshed after the pass began have stamps above its start and
-// are never read.
+// server), then settles the index: entries of deleted sessions and old
+// strays go, and entries that lag behind their session's stamp (a refresh
+// moves the index only now and then, see refreshSession) are moved up to
+// it, so that the next round reads the sessions in their true order. A
+// session refreshed at any point after the read has a new stamp and
+// survives; one created again after its keys were deleted has a new stamp
+// that the last step leaves alone. Sessions refreshed after the pass began
+// have stamps above its start and are never read, nor deleted.
 func (s *store) CleanSessions(ctx context.Context, keep, max int) (int, error) {
-	start := s.nextStamp()
+	start, now := s.nextStamp()
 	removed := 0
 	for removed < max {
-		n, done, err := s.cleanRound(ctx, keep, min(max-removed, cleanBatch), start)
+		n, progress, err := s.cleanRound(ctx, keep, min(max-removed, cleanBatch), start, now)
 		removed += n
-		if err != nil {
+		if err != nil || !progress {
 			return removed, err
-		}
-		if done {
-			break
 		}
 	}
 	return removed, nil
@@ -39,28 +41,50 @@ func (s *store) CleanSessions(ctx context.Context, keep, max int) (int, error) {
 // strayGrace is how old an index entry without session keys must be before
 // a pass removes it. In a cluster an update's index write can land a moment
 // before its session write, so a young stray is an update in flight; an old
-// one was left by an update whose session write failed.
+// one was left by a write that failed, or by keys that expired by their TTL.
 const strayGrace = time.Minute
 
-// oldestSessions returns up to ARGV[2] of the oldest index entries beyond
-// the newest ARGV[1], with stamps below ARGV[3] (the pass's start), as
-// token, stamp pairs.
+// oldestSessions returns, as token, stamp pairs, the oldest index entries
+// with stamps below ARGV[3] (the pass's start): as many as lie beyond the
+// newest ARGV[1] or have stamps below ARGV[4] (idle-expired), whichever is
+// more, and at most ARGV[2].
 //
 // KEYS: index.
 var oldestSessions = newScript(`
 local n = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[1])
+local expired = redis.call('ZCOUNT', KEYS[1], '-inf', '(' .. ARGV[4])
+if expired > n then n = expired end
 if n <= 0 then return {} end
 n = math.min(n, tonumber(ARGV[2]))
 return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[3], 'WITHSCORES', 'LIMIT', 0, n)
 `)
 
-// cleanRound removes up to limit sessions and reports whether the pass is
-// done: nothing left to read, or every session read was refreshed.
-func (s *store) cleanRound(ctx context.Context, keep, limit int, start float64) (removed int, done bool, err error) {
+// reindex settles index entries read by a pass: each whose stamp is still
+// the one read is removed (new stamp "") or moved to the new stamp.
+//
+// KEYS: index. ARGV: token, stamp read, new stamp triples.
+var reindex = newScript(`
+for i = 1, #ARGV, 3 do
+  local s = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if s and tonumber(s) == tonumber(ARGV[i + 1]) then
+    if ARGV[i + 2] == '' then
+      redis.call('ZREM', KEYS[1], ARGV[i])
+    else
+      redis.call('ZADD', KEYS[1], ARGV[i + 2], ARGV[i])
+    end
+  end
+end
+return 1
+`)
+
+// cleanRound removes up to limit sessions and reports whether it changed
+// anything; a round that changed nothing ends the pass.
+func (s *store) cleanRound(ctx context.Context, keep, limit int, start float64, now int64) (removed int, progress bool, err error) {
+	idleBound := i64(now - s.idle + 1) // stamps below it are idle-expired
 	pairs, err := s.do(ctx, s.scriptCall(oldestSessions, []string{s.k.index()},
-		[]string{itoa(keep), itoa(limit), formatStamp(start)}))[0].AsStrSlice()
+		[]string{itoa(keep), itoa(limit), formatStamp(start), idleBound}))[0].AsStrSlice()
 	if err != nil || len(pairs) == 0 {
-		return 0, true, err
+		return 0, false, err
 	}
 	tokens := make([]string, 0, len(pairs)/2)
 	stamps := make([]string, 0, len(pairs)/2)
@@ -70,26 +94,31 @@ func (s *store) cleanRound(ctx context.Context, keep, limit int, start float64) 
 	}
 	outcome, err := s.deleteSessions(ctx, tokens, stamps)
 	if err != nil {
-		return 0, true, err
+		return 0, false, err
 	}
-	var unindexArgs []string
+	var settle []string
+	var gone []ended
 	for i, o := range outcome {
 		switch {
-		case o == cleanDeleted:
+		case o.code == cleanDeleted:
 			removed++
-		case o == cleanNoSession && stale(stamps[i], start):
-			// A stray index entry; nothing else would ever remove it, but
+			settle = append(settle, tokens[i], stamps[i], "")
+			if l, ok := parseLogin(o.extra); ok && l.user != "" {
+				gone = append(gone, ended{token: tokens[i], user: l.user, cstamp: l.cstamp})
+			}
+		case o.code == cleanNoSession && stale(stamps[i], start):
+			// A stray index entry: nothing else would ever remove it, but
 			// it was no session.
-		default:
-			continue
+			settle = append(settle, tokens[i], stamps[i], "")
+		case o.code == cleanKept && o.extra != "":
+			settle = append(settle, tokens[i], stamps[i], o.extra)
 		}
-		unindexArgs = append(unindexArgs, tokens[i], stamps[i])
 	}
-	if len(unindexArgs) == 0 {
-		return 0, true, nil
+	if len(settle) == 0 {
+		return 0, false, nil
 	}
-	err = s.do(ctx, s.scriptCall(unindex, []string{s.k.index()}, unindexArgs))[0].Error()
-	return removed, false, err
+	calls := append([]call{s.scriptCall(reindex, []string{s.k.index()}, settle)}, s.unindexEnded(gone)...)
+	return removed, true, s.send(ctx, calls)
 }
 
 // stale reports whether an index stamp is older than strayGrace before the
@@ -101,23 +130,27 @@ func stale(stamp string, start float64) bool {
 
 // cleanSessions deletes each given session whose last-seen stamp is still
 // the one the pass read from the index: a session refreshed since is kept.
-// It answers, per session, cleanDeleted, cleanKept or cleanNoSession.
+// It answers, per session, a pair: cleanDeleted and the session's login
+// (nil if it had none), cleanKept and the session's stamp, or
+// cleanNoSession and nil (whatever was left of a session is deleted).
 //
-// KEYS: login, seen, recent, cart of each session. ARGV: the stamp read for
-// each session.
+// KEYS: the keys of each session, in the order of sessionKeys.all. ARGV:
+// the stamp read for each session.
 var cleanSessions = newScript(`
 local DELETED, KEPT, NO_SESSION = 1, 0, 2
 local out = {}
 for i = 1, #ARGV do
-  local b = (i - 1) * 4
+  local b = (i - 1) * 5
   local seen = redis.call('GET', KEYS[b + 2])
-  if not seen then
-    out[i] = NO_SESSION
-  elseif tonumber(seen) == tonumber(ARGV[i]) then
-    redis.call('DEL', KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4])
-    out[i] = DELETED
+  local stamp = seen and string.match(seen, '^%S+')
+  if stamp and tonumber(stamp) ~= tonumber(ARGV[i]) then
+    out[#out + 1] = KEPT
+    out[#out + 1] = stamp
   else
-    out[i] = KEPT
+    local login = redis.call('GET', KEYS[b + 1])
+    redis.call('DEL', KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4], KEYS[b + 5])
+    out[#out + 1] = stamp and DELETED or NO_SESSION
+    out[#out + 1] = stamp and login or false
   end
 end
 return out
@@ -131,39 +164,57 @@ const (
 	cleanNoSession = 2 // no session keys: an index entry that outlived them, or an update in flight
 )
 
+// cleanOutcome is cleanSessions' answer for one session.
+type cleanOutcome struct {
+	code  int64
+	extra string // the login of a deleted session, the stamp of a kept one
+}
+
 // deleteSessions runs the cleanSessions script over the sessions and returns
 // its answer for each.
-func (s *store) deleteSessions(ctx context.Context, tokens, stamps []string) ([]int64, error) {
+func (s *store) deleteSessions(ctx context.Context, tokens, stamps []string) ([]cleanOutcome, error) {
 	keysOf := make([]sessionKeys, len(tokens))
 	for i, t := range tokens {
 		keysOf[i] = s.k.session(t)
 	}
-	var out []int64
+	var replies []rueidis.RedisResult
 	if s.cluster {
 		calls := make([]call, len(tokens))
 		for i := range tokens {
 			calls[i] = s.scriptCall(cleanSessions, keysOf[i].all(), stamps[i:i+1])
 		}
-		for _, r := range s.do(ctx, calls...) {
-			o, err := r.AsIntSlice()
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, o...)
-		}
+		replies = s.do(ctx, calls...)
 	} else {
-		all := make([]string, 0, 4*len(tokens))
+		all := make([]string, 0, 5*len(tokens))
 		for _, ks := range keysOf {
 			all = append(all, ks.all()...)
 		}
-		var err error
-		if out, err = s.do(ctx, s.scriptCall(cleanSessions, all, stamps))[0].AsIntSlice(); err != nil {
+		replies = s.do(ctx, s.scriptCall(cleanSessions, all, stamps))
+	}
+	out := make([]cleanOutcome, 0, len(tokens))
+	for _, r := range replies {
+		pairs, err := r.ToArray()
+		if err != nil {
 			return nil, err
 		}
+		for j := 0; j+1 < len(pairs); j += 2 {
+			code, err := pairs[j].AsInt64()
+			if err != nil {
+				return nil, err
+			}
+			extra, _, err := optString(pairs[j+1])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, cleanOutcome{code: code, extra: extra})
+		}
+	}
+	if len(out) != len(tokens) {
+		return nil, errShortReply
 	}
 	for i, o := range out {
-		if o == cleanDeleted {
-			s.forgetSession(keysOf[i])
+		if o.code != cleanKept {
+			s.own.deleted(keysOf[i].login)
 		}
 	}
 	return out, nil

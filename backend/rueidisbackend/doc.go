@@ -16,36 +16,112 @@
 // [Store.CacheStats]. The caller owns the rueidis client: closing the Store
 // does not close it.
 //
-// The same code runs on one server and on a cluster: rueidis finds out which
-// it is talking to, and every script and multi-key command touches one hash
-// slot. It needs Redis 6.2 or newer (ZADD GT).
+// The same Store runs on one server and on a cluster: rueidis finds out
+// which it is talking to. In a cluster every script and multi-key command
+// touches one hash slot; on a single server, where slots do not matter, a
+// session's script also writes the shared sets it affects, so that the
+// session and its index change in one atomic step. It needs Redis 6.2 or
+// newer (ZADD GT).
 //
 // # Key layout
 //
 // With the default prefix "retail:", beside the book's:
 //
 //	book                     here                            why it differs
-//	login: (hash token→user) retail:login:{T} (string)       one key per session: a cached login is invalidated only when that user changes
+//	login: (hash token→user) retail:login:{T} (string)       one key per session, "CREATED DEADLINE USER", cached by CheckToken, so written rarely (see below)
 //	recent: (zset token→ts)  retail:{sessions}:seen (zset)   the cleaning index; stamps are unique within a process (see below)
-//	                         retail:seen:{T} (string)        the last-seen stamp on the session's slot, so a cleaning script can compare it there
+//	                         retail:seen:{T} (string)        the last-seen stamp, written by every refresh, on the session's slot
 //	viewed:T (zset item→ts)  retail:recent:{T} (list)        newest first by position, not by timestamp: views in one millisecond keep their order
 //	cart:T (hash)            retail:cart:{T} (hash)          same, on the session's slot
+//	                         retail:values:{T} (hash)        the session's values, key → bytes
+//	                         retail:user:{U} (zset)          a user's sessions, token → created stamp, for UserSessions and LogoutUser
 //	viewed: (zset item→-n)   retail:{views}:viewed (zset)    same scores, so ZRANK gives rank 0 to the most viewed, ties by name
 //	cache:H (string)         retail:page:KEY (string)        the page cache's key instead of a hash; the value starts with its expiry (see below)
 //	inv:ID (string)          retail:row:ID (string)          same
 //	schedule:, delay: (zset) retail:{rows}:schedule, :delay  one slot, so one script claims due rows
 //
-// T is the token, with "%" and "}" escaped so that {T} is always the whole
-// hash tag: a session's keys share a slot and its scripts run there.
+// T is the token and U the user, with "%" and "}" escaped so that {T} and
+// {U} are always the whole hash tag: a session's keys share a slot and its
+// scripts run there, and each user's index has a slot of its own.
 //
-// # One round trip a call
+// The login holds the session's created stamp (with its clock milliseconds
+// after a "/" when the stamp ran ahead of the clock), a coarse idle
+// deadline in Unix ms and the user ("" for a guest); seen holds the
+// last-seen stamp (with the clock's milliseconds after a space in the same
+// case). Login keys written by an earlier version, which held the user
+// alone, count as no session.
 //
-// UpdateToken is one script on the session's slot, a ZADD of the index and a
-// ZINCRBY of the views, sent together (in a cluster, to their nodes in
-// parallel). Calls from many goroutines are auto-pipelined onto few
-// connections. Logout and ClaimDueRows take a second round trip only when
-// there is something to delete on another slot; CleanSessions takes three a
-// batch of 1,000 sessions.
+// # Round trips
+//
+// Calls from many goroutines are auto-pipelined onto few connections, and
+// each call takes as few round trips as its slots allow. CheckToken usually
+// takes none (see below). On a single server RefreshSession, UpdateToken,
+// StartSession, the cart and value writes and a guest's Logout are one
+// script each. In a cluster the session index, the view counts and the
+// users' indexes live on other slots than the session, and what RefreshSession
+// and StartSession write there depends on the session's state, so they
+// follow the session script in a second round trip: for RefreshSession only
+// when an item was viewed or the index moves (see below); UpdateToken sends
+// its three writes at once, as the book's update_token does. Logout of a
+// logged-in user takes two round trips, UserSessions two, LogoutUser three,
+// RenewSession three to five, and CleanSessions three a batch of 1,000
+// sessions.
+//
+// # Expiry, and key TTLs
+//
+// Every expiry follows the Store's clock (Options.Clock), as in every
+// backend, and is exact on every read: a session is live while its
+// last-seen time is less than IdleTimeout ago and its created time less
+// than Lifetime ago, and every script and read checks that by the clock's
+// milliseconds passed in with the call. Redis never decides when anything
+// ends. A cached page is stored with the instant it ends by that clock,
+// and Page reports a miss from then on.
+//
+// Every key still gets a TTL, a memory safety net set Options.TTLSlack (a
+// minute by default) beyond the moment the entry ends by the Store's
+// clock, so that Redis frees what nobody reads or cleans again: a page
+// lives TTL plus slack; a session's keys live until its idle deadline or
+// lifetime, whichever comes first, plus the slack, plus at most half an
+// idle timeout (the login's deadline is moved only every half idle timeout,
+// see below); a user's index lives a lifetime plus the slack after its
+// newest entry, and drops entries older than a lifetime whenever one is
+// added. TTLs are durations measured by the server, so with a clock slower
+// than real time, such as a test's retail.ManualClock, keys can go before
+// their entry ends only if the entry is held for its Store-clock life plus
+// TTLSlack of real time.
+//
+// Refreshes set the TTL of the keys they write, and of every key of the
+// session when they move the login's deadline; no call writes a key only
+// to move its TTL on every request. An abandoned session's keys thus go by
+// their TTLs even if no cleaner runs; its index entry stays until a
+// cleaning pass finds it has no session (see below), which also frees
+// sessions sooner.
+//
+// # Client-side caching and read-your-writes
+//
+// CheckToken, Page and Row read through rueidis's DoCache: after the first
+// read a value is served from process memory until the server reports that
+// the key changed. A session's login key is therefore written only when the
+// session starts, changes user, or needs its coarse idle deadline moved:
+// a refresh moves the deadline, to now plus the idle timeout, only once it
+// is less than half the idle timeout away, so a shopper's login is
+// rewritten at most once every 15 minutes with the default 30. The deadline
+// is a lower bound of the real one (last-seen times only grow), so while it
+// lies ahead CheckToken answers from the cache alone; past it, CheckToken
+// reads the exact last-seen stamp from the server to decide.
+//
+// An invalidation travels on the connection that cached the key, which need
+// not be the one a write used, so a read right after this process's own
+// write could see the old value. The Store therefore remembers a hash of
+// what it wrote (or that it deleted) and, until a cached read agrees, reads
+// that key from the server: a read after this process's write returns that
+// write or a newer one. Writes by other processes reach this process's
+// cache when their invalidation arrives: measured on loopback by
+// BenchmarkCache_CrossProcessStaleness, tens of microseconds at the median,
+// a few milliseconds at the 99th percentile and around ten at worst on a
+// busy two-core machine. Recent items, carts, values, ranks and counts
+// change often and are always read from the server. CacheStats counts hits
+// and misses.
 //
 // # Cleaning without losing sessions
 //
@@ -54,47 +130,80 @@
 // kept on its own slot, and a session is deleted only if its stamp is still
 // the one the pass read. Stamps are the clock's milliseconds made strictly
 // increasing within a process (in steps of 1/1024 ms), so even a refresh in
-// the same millisecond is seen. The index entry goes only if its stamp is
-// unchanged too, so an update racing a deletion leaves a whole session with
-// its index entry, never half of one. A pass reads only stamps older than
-// its own start, so sessions refreshed after it began are out of its reach.
+// the same millisecond is seen. A pass reads only stamps older than its
+// own start, so sessions refreshed after it began are out of its reach.
 // Across processes the guarantee rests on their clocks: a refresh from a
 // process whose clock lags by more than the time between the pass's start
 // and its read of that session can still be cleaned.
 //
-// # Time and key TTLs
+// RefreshSession writes the session's stamp to the index only when it moves
+// the login's deadline, so that most requests leave the shared index (one
+// slot, one node of a cluster) alone. An index entry may thus lag behind its
+// session's stamp; a pass that reads such an entry leaves the session alone
+// and moves the entry up to the session's stamp, then reads again, so it
+// still removes sessions in the order they were last seen. The index entry
+// of a deleted session goes only if its stamp is unchanged, so an update
+// racing a deletion keeps its entry. An entry whose session has no keys
+// (they expired by their TTLs, or a cluster write failed half way) goes
+// once it is older than a minute; a younger one may be a cluster update
+// whose session write has not landed yet.
 //
-// Every expiry follows the Store's clock (Options.Clock), as in every
-// backend: a page is stored with the instant it ends by that clock, and
-// Page reports a miss from then on. Redis never decides when an entry
-// ends. A page's key still gets a TTL, so that Redis frees pages nobody
-// reads again, but set Options.TTLSlack (a minute by default) beyond the
-// page's own TTL, in real time: a memory safety net only. With a clock
-// slower than real time, such as a test's retail.ManualClock, a page can
-// lose its key only if it is held for longer than its TTL plus the slack.
+// # Logout against concurrent requests
 //
-// # Client-side caching and read-your-writes
+// RefreshSession, AddToCart, IncrementCart and SetValue write only to a
+// live session, checked in the same script on the session's slot, so none
+// of them can bring back a session that Logout deleted. Their writes to
+// other slots are made so that they cannot leave anything either: in a
+// cluster, RefreshSession raises the session's index entry only after its
+// script found the session live, and only if the entry still exists (ZADD
+// XX GT); Logout, after deleting the session, removes its entry if the
+// entry's stamp is no newer than the session's was. Whichever lands first,
+// nothing is left.
 //
-// CheckToken, Page and Row read through rueidis's DoCache: after the first
-// read a value is served from process memory until the server reports that
-// the key changed. That report travels on the connection that cached the
-// key, which need not be the one a write used, so a read right after this
-// process's own write could see the old value. The Store therefore remembers
-// a hash of what it wrote (or that it deleted) and, until a cached read
-// agrees, reads that key from the server: a read after this process's write
-// returns that write or a newer one. Writes by other processes reach this
-// process's cache when their invalidation arrives: measured on loopback by
-// BenchmarkCache_CrossProcessStaleness, tens of microseconds at the median,
-// a few milliseconds at the 99th percentile and around ten at worst on a
-// busy two-core machine. Recent items, carts, ranks and counts change on
-// most requests and are always read from the server. CacheStats counts hits
-// and misses.
+// Calls that create sessions (StartSession, UpdateToken, RenewSession)
+// racing Logout or cleaning of the same token in a cluster can leave an
+// index entry without a session, which cleaning removes after a minute, or
+// an entry in a user's index for a session that is gone; UserSessions and
+// LogoutUser check every session they find there, so such an entry is never
+// returned, and goes with the index's own TTL or when a newer entry is
+// added more than a lifetime after it. On a single server a session's
+// creation and its index entries are one step.
 //
-// # Errors
+// # RenewSession
+//
+// The old and the new token's keys live on different slots of a cluster, so
+// RenewSession works in two steps (on a single server too, so that one path
+// is tested everywhere): it copies the old session into a new one under the
+// new token and indexes it, then deletes the old one and moves the user's
+// index entry to the new token. Both tokens are live between the steps, so
+// a concurrent CheckToken finds one of them. If the second step does not
+// happen (a crash, a lost connection, a context that ends), RenewSession
+// returns an error and the caller hands the new token to nobody: the old
+// session is unchanged and still works, and the new one, listed in no
+// user's index, expires by the idle timeout and is removed by cleaning or
+// by its keys' TTLs. If the old session is gone when the second step runs
+// (a concurrent Logout or RenewSession), the new one is deleted again and
+// RenewSession reports that there was no session. A write to the old token
+// that lands between the copy and the deletion is lost with it.
+//
+// # Errors and what they can leave half done
 //
 // The driver returns errors as rueidis gives them, unwrapped; the Store
 // wraps each once in a *retail.OpError naming the operation and its key,
 // so errors.As still reaches the *rueidis.RedisError the server sent. A
 // Redis nil is a miss, never an error. New returns an *retail.InputError
 // (matching retail.ErrInvalid) for a nil client or an option out of range.
+//
+// A script runs whole or not at all, but a call that fails (a context
+// deadline, a lost connection) may have run its script without the caller
+// hearing of it, and a call of several round trips may stop between them.
+// What that can leave: RefreshSession in a cluster, a view not counted and
+// an index entry lagging (cleaning corrects it); StartSession or
+// UpdateToken in a cluster, a session without its index entry or its
+// user's index entry (not cleaned, not listed; its keys' TTLs free it) or an
+// index entry without a session (cleaned after a minute); Logout, a session
+// deleted whose index entries remain (cleaned, or never returned, as
+// above); LogoutUser, some of the user's sessions ended and not others
+// (call it again); RenewSession, as described above; CleanSessions,
+// sessions deleted with their index entries left for the next pass.
 package rueidisbackend

@@ -15,39 +15,64 @@ import (
 	"github.com/retailkit/retail/backend/rueidisbackend"
 )
 
-// TestCleanup_NoOrphanKeysAfterConcurrentStress runs UpdateToken, AddToCart,
-// CleanSessions and Logout from many goroutines over a small set of tokens
-// (so they collide), then scans the keyspace of every node: every key must
-// belong to a session in the index or be a shared set, every indexed
-// session must be whole (its login and last-seen keys exist), and
-// SessionCount must count exactly the sessions whose keys exist.
+// TestCleanup_NoOrphanKeysAfterConcurrentStress runs every session call
+// from many goroutines over a small set of tokens (so they collide), then
+// scans the keyspace of every node: every key must belong to a session in
+// the index, be a user's index or be a shared set; every indexed session
+// must be whole (its login and last-seen keys exist); every session of a
+// user must be in that user's index; and SessionCount must count exactly
+// the sessions whose keys exist.
+//
+// A user's index may list a token whose session is gone: a creation and a
+// deletion of the same token racing each other on a cluster, or a
+// RenewSession to a token that is being logged out, can leave one. Such
+// entries are never returned (UserSessions checks each session) and go at
+// the latest a lifetime later; the test counts them.
 func TestCleanup_NoOrphanKeysAfterConcurrentStress(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg target) {
-		s, c, prefix := newStore(t, tg, retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC)))
+		clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+		s, c, prefix := newStore(t, tg, clock)
 		tokens := make([]string, 64)
 		for i := range tokens {
 			tokens[i] = fmt.Sprintf("stress-%02d", i)
 		}
 		tokens[0], tokens[1] = "odd}token", "odd%7Dtoken" // escaping must keep them apart
+		userOf := func(tok string) string { return "user-" + tok }
 		var wg sync.WaitGroup
 		for g := range 8 {
 			wg.Go(func() {
 				r := rand.New(rand.NewPCG(uint64(g), 1))
 				for range 400 {
 					tok := tokens[r.IntN(len(tokens))]
+					item := fmt.Sprintf("item-%d", r.IntN(5))
 					var err error
-					switch op := r.IntN(10); {
+					switch op := r.IntN(14); {
+					case op < 3:
+						err = s.UpdateToken(bg, tok, userOf(tok), item)
 					case op < 4:
-						err = s.UpdateToken(bg, tok, "user-"+tok, fmt.Sprintf("item-%d", r.IntN(5)))
+						_, err = s.StartSession(bg, tok, userOf(tok))
+					case op < 6:
+						_, _, err = s.RefreshSession(bg, tok, item)
 					case op < 7:
-						err = s.AddToCart(bg, tok, "item", 1+r.IntN(3))
-						if errors.Is(err, retail.ErrNoSession) {
-							err = nil
-						}
+						err = s.AddToCart(bg, tok, item, 1+r.IntN(3))
+					case op < 8:
+						err = s.SetValue(bg, tok, "flash", []byte(item))
 					case op < 9:
+						other := tokens[r.IntN(len(tokens))]
+						if other != tok {
+							_, err = s.RenewSession(bg, tok, other, userOf(other))
+						}
+					case op < 11:
 						_, err = s.CleanSessions(bg, r.IntN(20), 1+r.IntN(10))
+					case op < 12:
+						_, err = s.LogoutUser(bg, userOf(tok))
+					case op < 13:
+						clock.Advance(time.Millisecond)
 					default:
 						err = s.Logout(bg, tok)
+					}
+					if errors.Is(err, retail.ErrNoSession) || errors.Is(err, retail.ErrInvalid) {
+						err = nil // no live session, or RenewSession to a live token
 					}
 					if err != nil {
 						t.Errorf("stress op: %v", err)
@@ -57,54 +82,103 @@ func TestCleanup_NoOrphanKeysAfterConcurrentStress(t *testing.T) {
 			})
 		}
 		wg.Wait()
+		wantWholeKeyspace(t, s, c, prefix)
+	})
+}
 
-		indexed, err := c.Do(bg, c.B().Zrange().Key(prefix+"{sessions}:seen").Min("0").Max("-1").Build()).AsStrSlice()
+// wantWholeKeyspace scans the keyspace of every node and checks that it
+// holds whole sessions only (see TestCleanup_NoOrphanKeysAfterConcurrentStress),
+// returning the number of sessions.
+func wantWholeKeyspace(t *testing.T, s *rueidisbackend.Store, c rueidis.Client, prefix string) int {
+	t.Helper()
+	indexed, err := c.Do(bg, c.B().Zrange().Key(prefix+"{sessions}:seen").Min("0").Max("-1").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := map[string]bool{}
+	for _, tok := range indexed {
+		for _, k := range sessionKeys(prefix, tok).all() {
+			owned[k] = true
+		}
+	}
+	keys := scanAll(t, c, prefix+"*")
+	exists := map[string]bool{}
+	var userIndexes []string
+	logins := 0 // sessions whose keys exist, counted by their login keys
+	for _, k := range keys {
+		exists[k] = true
+		switch {
+		case strings.HasPrefix(k, prefix+"login:{"):
+			logins++
+		case strings.HasPrefix(k, prefix+"user:{"):
+			userIndexes = append(userIndexes, k)
+			continue
+		}
+		shared := k == prefix+"{sessions}:seen" || k == prefix+"{views}:viewed"
+		if !shared && !owned[k] {
+			t.Errorf("orphan key %q: no indexed session owns it", k)
+		}
+	}
+	userOfSession := map[string]string{} // token -> user, of the indexed sessions
+	for _, tok := range indexed {
+		ks := sessionKeys(prefix, tok)
+		if !exists[ks.login] || !exists[ks.seen] {
+			t.Errorf("indexed session %q is not whole: login %v, seen %v", tok, exists[ks.login], exists[ks.seen])
+			continue
+		}
+		login, err := c.Do(bg, c.B().Get().Key(ks.login).Build()).ToString()
 		if err != nil {
 			t.Fatal(err)
 		}
-		owned := map[string]bool{}
-		for _, tok := range indexed {
-			for _, k := range sessionKeys(prefix, tok).all() {
-				owned[k] = true
-			}
+		if user := strings.SplitN(login, " ", 3)[2]; user != "" {
+			userOfSession[tok] = user
 		}
-		keys := scanAll(t, c, prefix+"*")
-		exists := map[string]bool{}
-		logins := 0 // sessions whose keys exist, counted by their login keys
-		for _, k := range keys {
-			exists[k] = true
-			if strings.HasPrefix(k, prefix+"login:{") {
-				logins++
-			}
-			shared := k == prefix+"{sessions}:seen" || k == prefix+"{views}:viewed"
-			if !shared && !owned[k] {
-				t.Errorf("orphan key %q: no indexed session owns it", k)
-			}
+	}
+	listed := map[string]bool{}
+	dangling := 0 // entries of users' indexes whose session is gone or another user's
+	for _, k := range userIndexes {
+		user := strings.NewReplacer("%25", "%", "%7D", "}").Replace(strings.TrimSuffix(strings.TrimPrefix(k, prefix+"user:{"), "}"))
+		toks, err := c.Do(bg, c.B().Zrange().Key(k).Min("0").Max("-1").Build()).AsStrSlice()
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, tok := range indexed {
-			ks := sessionKeys(prefix, tok)
-			if !exists[ks.login] || !exists[ks.seen] {
-				t.Errorf("indexed session %q is not whole: login %v, seen %v", tok, exists[ks.login], exists[ks.seen])
+		for _, tok := range toks {
+			if userOfSession[tok] != user {
+				dangling++
+				continue
 			}
+			listed[tok] = true
 		}
-		if n, err := s.SessionCount(bg); n != logins || err != nil {
-			t.Errorf("SessionCount() = %d, %v; want %d (the login keys on the servers), nil", n, err, logins)
+	}
+	for tok, user := range userOfSession {
+		if !listed[tok] {
+			t.Errorf("session %q of %q is missing from its user's index", tok, user)
 		}
-		t.Logf("%d sessions and %d keys after the stress", logins, len(keys))
-	})
+	}
+	if n, err := s.SessionCount(bg); n != logins || err != nil {
+		t.Errorf("SessionCount() = %d, %v; want %d (the login keys on the servers), nil", n, err, logins)
+	}
+	t.Logf("%d sessions, %d keys, %d users' index entries for sessions gone", logins, len(keys), dangling)
+	return logins
 }
 
 // sessionKeys repeats the backend's layout, as a user inspecting Redis would
 // read it from the package doc.
 func sessionKeys(prefix, token string) layoutKeys {
-	tag := "{" + strings.NewReplacer("%", "%25", "}", "%7D").Replace(token) + "}"
-	return layoutKeys{prefix + "login:" + tag, prefix + "seen:" + tag, prefix + "recent:" + tag, prefix + "cart:" + tag}
+	tag := "{" + escapeTag(token) + "}"
+	return layoutKeys{prefix + "login:" + tag, prefix + "seen:" + tag, prefix + "recent:" + tag,
+		prefix + "cart:" + tag, prefix + "values:" + tag}
 }
 
-// layoutKeys are the keys of one session.
-type layoutKeys struct{ login, seen, recent, cart string }
+// userKey is the key of user's index, as the package doc gives it.
+func userKey(prefix, user string) string { return prefix + "user:{" + escapeTag(user) + "}" }
 
-func (k layoutKeys) all() []string { return []string{k.login, k.seen, k.recent, k.cart} }
+func escapeTag(s string) string { return strings.NewReplacer("%", "%25", "}", "%7D").Replace(s) }
+
+// layoutKeys are the keys of one session.
+type layoutKeys struct{ login, seen, recent, cart, values string }
+
+func (k layoutKeys) all() []string { return []string{k.login, k.seen, k.recent, k.cart, k.values} }
 
 // scanAll returns the keys matching pattern on every node.
 func scanAll(t *testing.T, c rueidis.Client, pattern string) []string {
@@ -143,6 +217,15 @@ func TestKeys_SessionKeysShareASlot(t *testing.T) {
 	}
 	if sessionKeys("p:", "a}b").login == sessionKeys("p:", "a%7Db").login {
 		t.Errorf("tokens %q and %q share keys", "a}b", "a%7Db")
+	}
+	for _, user := range []string{"alice", "}", "{x}", "a}b", "a%7Db", "ünïcødé}{"} {
+		k := userKey("retail:", user)
+		if i := strings.IndexByte(k, '{'); k[i+1:strings.IndexByte(k[i+1:], '}')+i+1] != escapeTag(user) {
+			t.Errorf("user %q: the hash tag of %q is not the whole escaped user", user, k)
+		}
+	}
+	if userKey("p:", "a}b") == userKey("p:", "a%7Db") {
+		t.Errorf("users %q and %q share an index", "a}b", "a%7Db")
 	}
 }
 
@@ -225,6 +308,17 @@ func TestErrors_InvalidInputSendsNothing(t *testing.T) {
 	long := strings.Repeat("x", retail.MaxIDLen+1)
 	calls := map[string]func() error{
 		"CheckToken":       func() error { _, _, err := s.CheckToken(bg, ""); return err },
+		"StartSession":     func() error { _, err := s.StartSession(bg, "t", "\xff"); return err },
+		"RefreshSession":   func() error { _, _, err := s.RefreshSession(bg, "t", long); return err },
+		"RenewSession":     func() error { _, err := s.RenewSession(bg, "t", "t", ""); return err },
+		"UserSessions":     func() error { _, err := s.UserSessions(bg, ""); return err },
+		"LogoutUser":       func() error { _, err := s.LogoutUser(bg, ""); return err },
+		"SetValue":         func() error { return s.SetValue(bg, "t", "k", make([]byte, retail.MaxValueSize+1)) },
+		"Value":            func() error { _, _, err := s.Value(bg, "t", ""); return err },
+		"PopValue":         func() error { _, _, err := s.PopValue(bg, "", "k"); return err },
+		"DeleteValue":      func() error { return s.DeleteValue(bg, "t", long) },
+		"IncrementCart":    func() error { _, err := s.IncrementCart(bg, "t", "i", retail.MaxCartCount+1); return err },
+		"CountView":        func() error { return s.CountView(bg, "") },
 		"UpdateToken":      func() error { return s.UpdateToken(bg, "t", "", "i") },
 		"RecentItems":      func() error { _, err := s.RecentItems(bg, long); return err },
 		"Logout":           func() error { return s.Logout(bg, "a\nb") },

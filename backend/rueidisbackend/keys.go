@@ -4,7 +4,8 @@ import "strings"
 
 // keys builds every key name the Store uses. The keys of one session share
 // a hash tag, {TOKEN}, so the scripts that touch a session run on one slot of
-// a cluster; the shared sets carry fixed tags so that each is a single slot.
+// a cluster; a user's session index has its own tag, {USER}; the shared sets
+// carry fixed tags so that each is a single slot.
 type keys struct{ prefix string }
 
 // tag escapes s for use inside a hash tag. Redis ends a tag at the first
@@ -19,17 +20,21 @@ func tag(s string) string {
 }
 
 // The kinds of a session's keys, named in its keys:
-//   - login holds the user. It is written only when the user changes, so
+//   - login holds "CREATED DEADLINE USER" (see loginValue). It is written
+//     when the session starts, when its user changes, and when its coarse
+//     idle deadline needs moving (at most once every half idle timeout), so
 //     client-side caches of it stay valid across page views.
-//   - seen holds the last-seen stamp, written on every view; it lives apart
-//     from login so that views do not invalidate cached logins.
+//   - seen holds the last-seen stamp, written on every refresh; it lives
+//     apart from login so that refreshes do not invalidate cached logins.
 //   - recent is the list of recently viewed items, newest first.
 //   - cart is the hash item -> count.
+//   - values is the hash key -> value of the session's values.
 const (
 	loginKind  = "login"
 	seenKind   = "seen"
 	recentKind = "recent"
 	cartKind   = "cart"
+	valuesKind = "values"
 )
 
 // sessionKey is the key of one kind of token's session.
@@ -38,7 +43,7 @@ func (k keys) sessionKey(kind, token string) string {
 }
 
 // sessionKeys are the keys of one session.
-type sessionKeys struct{ login, seen, recent, cart string }
+type sessionKeys struct{ login, seen, recent, cart, values string }
 
 // session returns all the keys of token's session, escaping the token once.
 func (k keys) session(token string) sessionKeys {
@@ -48,15 +53,22 @@ func (k keys) session(token string) sessionKeys {
 		seen:   k.prefix + seenKind + t,
 		recent: k.prefix + recentKind + t,
 		cart:   k.prefix + cartKind + t,
+		values: k.prefix + valuesKind + t,
 	}
 }
 
-// all lists the keys in the order the scripts that delete a whole session
-// take them (logoutSession, cleanSessions): login, seen, recent, cart.
-func (sk sessionKeys) all() []string { return []string{sk.login, sk.seen, sk.recent, sk.cart} }
+// all lists the keys in the order every session script takes them (see
+// prelude): login, seen, recent, cart, values.
+func (sk sessionKeys) all() []string {
+	return []string{sk.login, sk.seen, sk.recent, sk.cart, sk.values}
+}
 
 // index is the sorted set token -> last-seen stamp that cleaning reads.
 func (k keys) index() string { return k.prefix + "{sessions}:seen" }
+
+// user is the sorted set token -> created (Unix ms) of the sessions logged
+// in as user, on a slot of its own.
+func (k keys) user(user string) string { return k.prefix + "user:{" + tag(user) + "}" }
 
 // viewed is the sorted set item -> minus its view count, so that ZRANK
 // gives rank 0 to the most viewed and breaks ties by name ascending.

@@ -154,6 +154,9 @@ func TestNew_RejectsBadOptions(t *testing.T) {
 		{"prefix with a closing brace", c, rueidisbackend.Options{Prefix: "a}:"}, "Prefix"},
 		{"negative RecentLimit", c, rueidisbackend.Options{RecentLimit: -1}, "RecentLimit"},
 		{"negative TTLSlack", c, rueidisbackend.Options{TTLSlack: -time.Millisecond}, "TTLSlack"},
+		{"negative IdleTimeout", c, rueidisbackend.Options{IdleTimeout: -time.Second}, "IdleTimeout"},
+		{"IdleTimeout below a millisecond", c, rueidisbackend.Options{IdleTimeout: time.Microsecond}, "IdleTimeout"},
+		{"Lifetime too long", c, rueidisbackend.Options{Lifetime: retail.MaxSessionTime + time.Millisecond}, "Lifetime"},
 	}
 	for _, tt := range tests {
 		s, err := rueidisbackend.New(tt.client, tt.opts)

@@ -21,8 +21,9 @@ const (
 	DefaultPrefix = "retail:"
 	// DefaultCacheTTL bounds a value's life in the client-side cache.
 	DefaultCacheTTL = time.Minute
-	// DefaultTTLSlack is how long Redis keeps a page's key after the page
-	// ended by the Store's clock: a memory safety net (see Options.TTLSlack).
+	// DefaultTTLSlack is how long Redis keeps a key after the page or
+	// session it holds ended by the Store's clock: a memory safety net (see
+	// Options.TTLSlack).
 	DefaultTTLSlack = time.Minute
 )
 
@@ -33,9 +34,19 @@ type Options struct {
 	// different prefixes share a server without seeing each other.
 	Prefix string
 
-	// Clock tells the Store the time; retail.SystemClock if nil. Last-seen
-	// stamps, page expiry and row schedules use it, not the server's clock.
+	// Clock tells the Store the time; retail.SystemClock if nil. Session
+	// expiry, last-seen stamps, page expiry and row schedules use it, not
+	// the server's clock.
 	Clock retail.Clock
+
+	// IdleTimeout ends a session that has not been refreshed for this long;
+	// retail.DefaultIdleTimeout if zero.
+	IdleTimeout time.Duration
+
+	// Lifetime ends a session this long after it started or last logged in;
+	// retail.DefaultLifetime if zero. IdleTimeout and Lifetime must be in
+	// retail.MinDuration..retail.MaxSessionTime.
+	Lifetime time.Duration
 
 	// RecentLimit is how many recently viewed items a session keeps;
 	// retail.DefaultRecentLimit if zero. It must not be negative.
@@ -47,13 +58,15 @@ type Options struct {
 	// of a lost invalidation. Negative disables client-side caching.
 	CacheTTL time.Duration
 
-	// TTLSlack is how much longer Redis keeps a key with a TTL (a cached
-	// page) than the Store's clock says the entry lives; DefaultTTLSlack if
-	// zero. It must not be negative. The Store's clock alone decides when an
-	// entry ends: the Redis TTL is a memory safety net only, so that keys
-	// nobody reads again are freed. With a clock slower than real time, such
-	// as a test's retail.ManualClock, an entry can lose its key only if it
-	// is held longer than its TTL plus TTLSlack of real time.
+	// TTLSlack is how much longer, at least, Redis keeps a key with a TTL
+	// (a cached page, every key of a session) than the Store's clock says
+	// the entry lives; DefaultTTLSlack if zero. It must not be negative. The
+	// Store's clock alone decides when an entry ends: the Redis TTL is a
+	// memory safety net only, so that keys nobody reads again are freed.
+	// TTLs are durations measured by the server, so with a clock slower than
+	// real time, such as a test's retail.ManualClock, an entry can lose its
+	// keys only if it is held for its Store-clock life plus TTLSlack of real
+	// time.
 	TTLSlack time.Duration
 }
 
@@ -72,10 +85,20 @@ type store struct {
 	limit    string // RecentLimit, formatted for scripts
 	cacheTTL time.Duration
 	ttlSlack time.Duration
+	idle     int64 // IdleTimeout in ms
+	life     int64 // Lifetime in ms
 	cluster  bool
+
+	// timeArgs are IdleTimeout, Lifetime and TTLSlack in ms, formatted for
+	// the session scripts (see sessionArgs).
+	idleArg, lifeArg, slackArg string
 
 	stampMu   sync.Mutex
 	lastStamp float64
+
+	// renewHook, if set (by tests), runs between RenewSession's two steps;
+	// an error it returns fails the second step.
+	renewHook func() error
 
 	own    ownWrites
 	hits   atomic.Uint64
@@ -105,6 +128,15 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 	case opts.TTLSlack < 0:
 		return nil, &retail.InputError{Op: op, Arg: "TTLSlack", Reason: "negative"}
 	}
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = retail.DefaultIdleTimeout
+	}
+	if opts.Lifetime == 0 {
+		opts.Lifetime = retail.DefaultLifetime
+	}
+	if err := retail.CheckSessionTimes(op, opts.IdleTimeout, opts.Lifetime); err != nil {
+		return nil, err
+	}
 	if opts.Prefix == "" {
 		opts.Prefix = DefaultPrefix
 	}
@@ -127,8 +159,12 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 		limit:    strconv.Itoa(opts.RecentLimit),
 		cacheTTL: opts.CacheTTL,
 		ttlSlack: opts.TTLSlack,
+		idle:     opts.IdleTimeout.Milliseconds(),
+		life:     opts.Lifetime.Milliseconds(),
+		slackArg: i64(opts.TTLSlack.Milliseconds()),
 		cluster:  c.Mode() == rueidis.ClientModeCluster,
 	}
+	d.idleArg, d.lifeArg = i64(d.idle), i64(d.life)
 	return &Store{Store: retail.NewStore(d), d: d}, nil
 }
 
@@ -153,21 +189,51 @@ func (s *store) nowMs() int64 { return s.clock.Now().UnixMilli() }
 // 1/1024 ms, exact in a float64 for Unix milliseconds until the year 2248.
 const stampStep = 1.0 / 1024
 
-// nextStamp returns a last-seen stamp: the clock's Unix milliseconds, made
-// strictly increasing within this process. Two updates of one session in
-// the same millisecond thus have different stamps, which is what lets a
-// cleaning pass tell that a session was refreshed after it read it.
-func (s *store) nextStamp() float64 {
-	now := float64(s.nowMs())
+// nextStamp returns a last-seen stamp and the clock's Unix milliseconds it
+// was taken at. Stamps are those milliseconds made strictly increasing
+// within this process: two refreshes of one session in the same millisecond
+// thus have different stamps, which is what lets a cleaning pass tell that a
+// session was refreshed after it read it. A Store that takes more than 1024
+// stamps in one millisecond of its clock (only a stopped test clock lets it)
+// runs its stamps ahead of the clock; seenValue then records the clock's
+// milliseconds beside the stamp, so that expiry stays exact.
+func (s *store) nextStamp() (stamp float64, now int64) {
+	now = s.nowMs()
 	s.stampMu.Lock()
 	defer s.stampMu.Unlock()
-	s.lastStamp = math.Max(now, s.lastStamp+stampStep)
-	return s.lastStamp
+	s.lastStamp = math.Max(float64(now), s.lastStamp+stampStep)
+	return s.lastStamp, now
 }
 
 func formatStamp(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
-func itoa(n int) string { return strconv.Itoa(n) }
+// seenValue is what a session's seen key holds: "STAMP", or "STAMP MS" if
+// the stamp is not within the millisecond the clock read (see nextStamp).
+// The stamp orders sessions and detects refreshes; the milliseconds, given
+// or the stamp's whole part, are the session's last-seen time.
+func seenValue(stamp float64, now int64) string {
+	if int64(math.Floor(stamp)) == now {
+		return formatStamp(stamp)
+	}
+	return formatStamp(stamp) + " " + i64(now)
+}
+
+// sessionArgs returns the arguments every session script starts with (see
+// prelude): the clock's milliseconds, the seen value to write (empty if the
+// script writes none), the idle timeout, lifetime and TTL slack, and the
+// idle deadline of a session refreshed now; then extra.
+func (s *store) sessionArgs(now int64, seen string, extra ...string) []string {
+	args := make([]string, 0, 6+len(extra))
+	args = append(args, i64(now), seen, s.idleArg, s.lifeArg, s.slackArg, i64(now+s.idle))
+	return append(args, extra...)
+}
+
+func itoa(n int) string  { return strconv.Itoa(n) }
+func i64(n int64) string { return strconv.FormatInt(n, 10) }
+
+// msTime is the instant of Unix milliseconds ms, in the local time zone,
+// as the memory backend returns it.
+func msTime(ms int64) time.Time { return time.UnixMilli(ms) }
 
 var errShortReply = errors.New("rueidisbackend: unexpected reply shape")
 

@@ -8,6 +8,11 @@ import (
 	"github.com/retailkit/retail/driver"
 )
 
+// CountView implements driver.Store.
+func (s *store) CountView(ctx context.Context, item string) error {
+	return s.do(ctx, s.viewCall(item))[0].Error()
+}
+
 // ItemRank implements driver.Store. Counts change on every view, so ranks
 // are read from the server.
 func (s *store) ItemRank(ctx context.Context, item string) (int, bool, error) {

@@ -3,11 +3,13 @@
 //
 //	go run ./examples/shop                       # in-memory store on 127.0.0.1:8080
 //	go run ./examples/shop -redis 127.0.0.1:6380 # Redis (several addresses: a cluster)
+//	go run ./examples/shop -idle-timeout 2s      # sessions end after 2 idle seconds
 //
-// The home page lists the most viewed items; item pages show the visitor's
-// recently viewed items and add to the cart; popular item pages are served
-// from the page cache to anonymous visitors (see the X-Cache response
-// header). Logging in takes any name. The session cleaner, the row cacher
+// The home page lists the most viewed items (every visitor's views count);
+// item pages show the visitor's recently viewed items and add to the cart,
+// which a guest may fill and keeps on logging in; popular item pages are
+// served from the page cache to anonymous visitors (see the X-Cache
+// response header). Logging in takes any name. The session cleaner, the row cacher
 // (which refreshes the items' cached rows) and the view rescaler run in the
 // background. SIGINT or SIGTERM shuts the shop down cleanly.
 package main
@@ -59,11 +61,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	redisAddrs := fs.String("redis", "", "use Redis at `ADDR[,ADDR...]` instead of memory (several addresses: a cluster)")
 	cookieKey := fs.String("cookie-key", "", "`HEX` key of at least 32 bytes: use signed session cookies instead of token cookies")
 	secure := fs.Bool("secure", false, "mark the session cookie Secure (serve behind HTTPS)")
+	idle := fs.Duration("idle-timeout", retail.DefaultIdleTimeout, "end a session not used for this long")
+	lifetime := fs.Duration("lifetime", retail.DefaultLifetime, "end a session this long after it started or logged in")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	opts := shopOptions{Secure: *secure, Logger: logger}
+	opts := shopOptions{Secure: *secure, Lifetime: *lifetime, Logger: logger}
 	if *cookieKey != "" {
 		key, err := hex.DecodeString(*cookieKey)
 		if err != nil {
@@ -76,7 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *redisAddrs != "" {
 		addrs = strings.Split(*redisAddrs, ",")
 	}
-	store, backend, closeStore, err := backends.Open(addrs, backends.Options{})
+	store, backend, closeStore, err := backends.Open(addrs, backends.Options{IdleTimeout: *idle, Lifetime: *lifetime})
 	if err != nil {
 		return fmt.Errorf("-redis %s: %w", *redisAddrs, err)
 	}

@@ -45,7 +45,10 @@ type shopOptions struct {
 	SigningKey []byte
 	// Secure marks the session cookie Secure (for a shop behind HTTPS).
 	Secure bool
-	Logger *slog.Logger
+	// Lifetime is the store's session lifetime, which the cookie's lifetime
+	// follows; retail.DefaultLifetime if zero.
+	Lifetime time.Duration
+	Logger   *slog.Logger
 }
 
 // newShop returns the shop's handler over store. Requests pass through the
@@ -58,8 +61,11 @@ func newShop(store retail.Store, cat catalog, opts shopOptions) (http.Handler, e
 	s := &shop{store: store, catalog: cat, log: opts.Logger}
 	sessionOpts := retailhttp.SessionOptions{
 		Secure: opts.Secure,
+		MaxAge: opts.Lifetime,
 		Item:   s.viewedItem,
-		Logger: opts.Logger,
+		// Crawlers' views do not make an item popular.
+		CountView: func(r *http.Request) bool { return !retailhttp.LikelyBot(r) },
+		Logger:    opts.Logger,
 	}
 	if len(opts.SigningKey) > 0 {
 		sessionOpts.SigningKeys = [][]byte{opts.SigningKey}
@@ -83,6 +89,7 @@ func newShop(store retail.Store, cat catalog, opts shopOptions) (http.Handler, e
 	mux.HandleFunc("GET /item", s.item)
 	mux.HandleFunc("GET /cart", s.cart)
 	mux.HandleFunc("POST /cart", s.setCartLine)
+	mux.HandleFunc("POST /cart/add", s.addToCart)
 	mux.HandleFunc("GET /login", s.loginForm)
 	mux.HandleFunc("POST /login", s.login)
 	mux.HandleFunc("POST /logout", s.logout)
@@ -108,12 +115,18 @@ func (s *shop) viewedItem(r *http.Request) string {
 // common is what every page shows.
 type common struct {
 	Title     string
-	User      string
-	CartCount int
+	User      string // "" for a guest or an anonymous visitor
+	Session   bool   // the visitor has a session (logged in or a guest with a cart)
+	CartUnits int    // items in the cart, counting each unit
+	Flash     string // a one-time message from the previous request
+	Here      string // this page's path and query, to come back to after logging in
 	Rendered  string
 
 	cart map[string]int // the visitor's cart, for the pages that show more of it
 }
+
+// flashKey is the session value holding a one-time message.
+const flashKey = "flash"
 
 // itemLink is an item as the pages list it.
 type itemLink struct {
@@ -130,25 +143,40 @@ func itemURL(id string) string { return "/item?item=" + url.QueryEscape(id) }
 
 func price(cents int) string { return fmt.Sprintf("$%d.%02d", cents/100, cents%100) }
 
-// common fills in what every page shows. Pages of a logged-in visitor are
-// personal: they say so, and the page cache skips them anyway.
+// common fills in what every page shows. Pages of a visitor with a
+// session are personal: they say so, and the page cache skips them anyway.
 func (s *shop) common(w http.ResponseWriter, r *http.Request, title string) (common, error) {
-	c := common{Title: title, Rendered: time.Now().Format(time.TimeOnly)}
+	c := common{Title: title, Here: r.URL.RequestURI(), Rendered: time.Now().Format(time.TimeOnly)}
 	sess, ok := retailhttp.SessionFrom(r.Context())
 	if !ok {
 		return c, nil
 	}
 	w.Header().Set("Cache-Control", "private")
-	c.User = sess.User
+	c.Session, c.User = true, sess.User
+	ctx := r.Context()
 	var err error
-	c.cart, err = s.store.Cart(r.Context(), sess.Token)
-	if err != nil {
+	if c.cart, err = s.store.Cart(ctx, sess.Token); err != nil {
 		return c, err
 	}
 	for _, n := range c.cart {
-		c.CartCount += n
+		c.CartUnits += n
+	}
+	flash, ok, err := s.store.PopValue(ctx, sess.Token, flashKey)
+	if err != nil {
+		return c, err
+	}
+	if ok {
+		c.Flash = string(flash)
 	}
 	return c, nil
+}
+
+// flash leaves a message for the session's next page. Failing to is not
+// worth failing the request over.
+func (s *shop) flash(ctx context.Context, token, msg string) {
+	if err := s.store.SetValue(ctx, token, flashKey, []byte(msg)); err != nil {
+		s.log.WarnContext(ctx, "shop: leaving a message failed", "err", err)
+	}
 }
 
 func (s *shop) home(w http.ResponseWriter, r *http.Request) {
@@ -216,7 +244,7 @@ func (s *shop) item(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, rid := range recent {
-			if _, ok := s.catalog[rid]; ok {
+			if _, ok := s.catalog[rid]; ok && rid != id {
 				p.Recent = append(p.Recent, s.link(rid))
 			}
 		}
@@ -254,10 +282,6 @@ func (s *shop) cart(w http.ResponseWriter, r *http.Request) {
 		Lines []line
 		Total string
 	}
-	if _, ok := retailhttp.SessionFrom(r.Context()); !ok {
-		http.Redirect(w, r, "/login", http.StatusSeeOther)
-		return
-	}
 	c, err := s.common(w, r, "Cart")
 	if err != nil {
 		s.fail(w, r, err)
@@ -278,40 +302,77 @@ func (s *shop) cart(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, "cart", p)
 }
 
-// setCartLine sets the count of an item in the cart: the book's
-// add_to_cart, where a count of zero removes the line.
+// setCartLine sets the count of an item in the cart, from the cart page:
+// the book's add_to_cart, where a count of zero removes the line.
 func (s *shop) setCartLine(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	sess, ok := retailhttp.SessionFrom(ctx)
-	if !ok {
-		http.Redirect(w, r, "/login", http.StatusSeeOther)
-		return
-	}
 	id := r.PostFormValue("item")
 	count, err := strconv.Atoi(r.PostFormValue("count"))
 	if _, known := s.catalog[id]; !known || err != nil || count < 0 || count > maxCount {
 		http.Error(w, "bad cart line", http.StatusBadRequest)
 		return
 	}
-	switch err := s.store.AddToCart(ctx, sess.Token, id, count); {
-	case errors.Is(err, retail.ErrNoSession):
-		// The session was cleaned while the page was open.
-		http.Redirect(w, r, "/login", http.StatusSeeOther)
-		return
-	case err != nil:
-		s.fail(w, r, err)
+	sess, ok := retailhttp.SessionFrom(ctx)
+	if !ok {
+		// The session ended while the page was open: its cart is gone.
+		http.Redirect(w, r, "/cart", http.StatusSeeOther)
 		return
 	}
-	if r.PostFormValue("from") == "item" {
-		http.Redirect(w, r, itemURL(id), http.StatusSeeOther)
+	switch err := s.store.AddToCart(ctx, sess.Token, id, count); {
+	case errors.Is(err, retail.ErrNoSession):
+		http.Redirect(w, r, "/cart", http.StatusSeeOther)
+		return
+	case errors.Is(err, retail.ErrInvalid):
+		s.flash(ctx, sess.Token, "Your cart is full.")
+	case err != nil:
+		s.fail(w, r, err)
 		return
 	}
 	http.Redirect(w, r, "/cart", http.StatusSeeOther)
 }
 
+// addToCart adds units of an item to the cart, from its page. It is the
+// first thing a guest does that needs state, so it starts a guest session
+// if the visitor has none.
+func (s *shop) addToCart(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id := r.PostFormValue("item")
+	n, err := strconv.Atoi(r.PostFormValue("count"))
+	if _, known := s.catalog[id]; !known || err != nil || n < 1 || n > maxCount {
+		http.Error(w, "bad cart line", http.StatusBadRequest)
+		return
+	}
+	sess, err := s.sessions.Ensure(ctx, w)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	name := s.catalog[id].Name
+	switch count, err := s.store.IncrementCart(ctx, sess.Token, id, n); {
+	case errors.Is(err, retail.ErrInvalid):
+		s.flash(ctx, sess.Token, "Sorry, that is more than your cart takes.")
+	case err != nil:
+		s.fail(w, r, err)
+		return
+	default:
+		s.flash(ctx, sess.Token, fmt.Sprintf("Added %d × %s to your cart (%d in it now).", n, name, count))
+	}
+	http.Redirect(w, r, itemURL(id), http.StatusSeeOther)
+}
+
 type loginPage struct {
 	common
 	Error string
+	Next  string // where to go after logging in
+}
+
+// localPath returns p if it is a path on this site, and "/" otherwise, so
+// that a login link cannot send a visitor to another site.
+func localPath(p string) string {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") {
+		return "/"
+	}
+	return p
 }
 
 func (s *shop) loginForm(w http.ResponseWriter, r *http.Request) {
@@ -321,25 +382,28 @@ func (s *shop) loginForm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	s.render(w, r, "login", loginPage{common: c})
+	s.render(w, r, "login", loginPage{common: c, Next: localPath(r.URL.Query().Get("next"))})
 }
 
+// login logs the visitor in, keeping what they did as a guest (the cart,
+// the recently viewed items), and sends them back where they came from.
 func (s *shop) login(w http.ResponseWriter, r *http.Request) {
 	user := strings.TrimSpace(r.PostFormValue("user"))
+	next := localPath(r.PostFormValue("next"))
 	if user == "" || len(user) > 64 || strings.ContainsFunc(user, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
 		c, err := s.common(w, r, "Log in")
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		s.renderStatus(w, r, http.StatusBadRequest, "login", loginPage{common: c, Error: "Please give a name of 1 to 64 characters."})
+		s.renderStatus(w, r, http.StatusBadRequest, "login", loginPage{common: c, Next: next, Error: "Please give a name of 1 to 64 characters."})
 		return
 	}
 	if _, err := s.sessions.Login(r.Context(), w, user); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 func (s *shop) logout(w http.ResponseWriter, r *http.Request) {

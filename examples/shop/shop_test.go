@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"html"
 	"io"
 	"net/http"
@@ -118,9 +119,38 @@ func (v *visitor) login(user string) page {
 	return p
 }
 
-func (v *visitor) setCartLine(id, count, from string) page {
+// setCartLine sets a line's count from the cart page.
+func (v *visitor) setCartLine(id, count string) page {
 	v.shop.t.Helper()
-	return v.post("/cart", url.Values{"item": {id}, "count": {count}, "from": {from}})
+	return v.post("/cart", url.Values{"item": {id}, "count": {count}})
+}
+
+// addToCart adds units of an item from its page.
+func (v *visitor) addToCart(id, count string) page {
+	v.shop.t.Helper()
+	return v.post("/cart/add", url.Values{"item": {id}, "count": {count}})
+}
+
+// replayCookie returns a new visitor whose jar holds only c.
+func (s *testShop) replayCookie(c *http.Cookie) *visitor {
+	v := s.visitor()
+	u, _ := url.Parse(s.url)
+	v.client.Jar.SetCookies(u, []*http.Cookie{{Name: c.Name, Value: c.Value}})
+	return v
+}
+
+var cartLinkRE = regexp.MustCompile(`id="cart-link">Cart · (\d+) items?<`)
+
+// cartUnits returns the unit count a page's header shows, or -1 if it shows
+// no cart.
+func cartUnits(p page) int {
+	m := cartLinkRE.FindStringSubmatch(p.body)
+	if m == nil {
+		return -1
+	}
+	n := 0
+	fmt.Sscan(m[1], &n)
+	return n
 }
 
 // sessionCookie returns the visitor's session cookie, if the jar has one.
@@ -214,19 +244,31 @@ func TestShop_ItemPagesShowRecentlyViewedItems(t *testing.T) {
 			if p.status != http.StatusOK {
 				t.Fatalf("GET /item?item=kettle: status %d, want 200", p.status)
 			}
-			want := []string{"Electric kettle", "Cast-iron teapot", "Stoneware mug"}
+			want := []string{"Cast-iron teapot", "Stoneware mug"}
 			if diff := cmp.Diff(want, linksIn(p, "recent")); diff != "" {
-				t.Errorf("recently viewed, newest first, mismatch (-want +got):\n%s", diff)
+				t.Errorf("recently viewed, newest first, without the kettle itself, mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-func TestShop_AnonymousItemPagesShowNoPersonalData(t *testing.T) {
+func TestShop_AnonymousItemPagesShowNoPersonalDataAndCreateNoSession(t *testing.T) {
 	s := newTestShop(t, shopOptions{})
-	p := s.visitor().get("/item?item=kettle")
-	if p.status != http.StatusOK || strings.Contains(p.body, `id="recent"`) || !strings.Contains(p.body, "Log in</a> to buy") {
-		t.Errorf("anonymous item page: status %d, want 200, no recent list, a login link; body:\n%s", p.status, p.body)
+	v := s.visitor()
+	for _, path := range []string{"/", "/item?item=kettle", "/item?item=mug", "/cart", "/login"} {
+		p := v.get(path)
+		if p.status != http.StatusOK || strings.Contains(p.body, `id="recent"`) || cartUnits(p) >= 0 {
+			t.Errorf("anonymous GET %s: status %d, want 200, no recent list, no cart link", path, p.status)
+		}
+	}
+	if p := v.get("/item?item=kettle"); !strings.Contains(p.body, `action="/cart/add"`) {
+		t.Errorf("anonymous item page has no add-to-cart form: guests may shop")
+	}
+	if c, ok := v.sessionCookie(); ok {
+		t.Errorf("plain page views set a session cookie %q", c.Value)
+	}
+	if n, err := s.store.SessionCount(context.Background()); n != 0 || err != nil {
+		t.Errorf("SessionCount after plain page views = %d, %v, want 0, nil", n, err)
 	}
 }
 
@@ -237,44 +279,103 @@ func TestShop_CartAddsAndRemovesLines(t *testing.T) {
 			v := s.visitor()
 			v.login("alice")
 
-			p := v.setCartLine("kettle", "2", "item")
+			p := v.addToCart("kettle", "1")
+			p = v.addToCart("kettle", "1") // adding twice makes two
 			if !strings.Contains(p.body, `id="in-cart">In your cart: 2`) {
-				t.Errorf("item page after adding 2 kettles does not say they are in the cart")
+				t.Errorf("item page after adding a kettle twice does not say 2 are in the cart")
 			}
-			v.setCartLine("mug", "3", "item")
+			if !strings.Contains(p.body, `id="flash"`) || !strings.Contains(p.body, "Added 1 × Electric kettle") {
+				t.Errorf("item page after adding shows no message saying so")
+			}
+			if p := v.get("/item?item=kettle"); strings.Contains(p.body, `id="flash"`) {
+				t.Errorf("the message is shown again on the next page; it must show once")
+			}
+			v.addToCart("mug", "3")
 			p = v.get("/cart")
 			if diff := cmp.Diff([]string{"Electric kettle", "Stoneware mug"}, linksIn(p, "cart")); diff != "" {
 				t.Errorf("cart lines mismatch (-want +got):\n%s", diff)
 			}
-			if !strings.Contains(p.body, `id="total">$86.95`) || !strings.Contains(p.body, "Cart (5)") {
-				t.Errorf("cart page lacks the total $86.95 (2 x $29.99 + 3 x $8.99) or the count 5")
+			if !strings.Contains(p.body, `id="total">$86.95`) || cartUnits(p) != 5 {
+				t.Errorf("cart page lacks the total $86.95 (2 x $29.99 + 3 x $8.99) or says %d items, want 5", cartUnits(p))
 			}
 
-			p = v.setCartLine("kettle", "0", "cart") // the Remove button
+			p = v.setCartLine("kettle", "0") // the Remove button
 			if diff := cmp.Diff([]string{"Stoneware mug"}, linksIn(p, "cart")); diff != "" {
 				t.Errorf("cart lines after removing the kettle mismatch (-want +got):\n%s", diff)
 			}
-			p = v.setCartLine("mug", "0", "cart")
+			p = v.setCartLine("mug", "1")
+			if cartUnits(p) != 1 || !strings.Contains(p.body, "Cart · 1 item<") {
+				t.Errorf("after setting the mugs to 1 the header says %d items, want \"1 item\"", cartUnits(p))
+			}
+			p = v.setCartLine("mug", "0")
 			if !strings.Contains(p.body, `id="empty"`) {
 				t.Errorf("cart page after removing every line does not say the cart is empty")
 			}
-			if p := v.setCartLine("unicorn", "1", "cart"); p.status != http.StatusBadRequest {
-				t.Errorf("POST /cart of an unknown item: status %d, want 400", p.status)
+			for _, bad := range []page{v.setCartLine("unicorn", "1"), v.addToCart("unicorn", "1"), v.addToCart("kettle", "0")} {
+				if bad.status != http.StatusBadRequest {
+					t.Errorf("bad cart request: status %d, want 400", bad.status)
+				}
 			}
 		})
 	}
 }
 
-func TestShop_AnonymousVisitorsAreAskedToLogInToBuy(t *testing.T) {
-	s := newTestShop(t, shopOptions{})
-	v := s.visitor()
-	for _, p := range []page{v.get("/cart"), v.setCartLine("kettle", "1", "item")} {
-		if p.status != http.StatusOK || !strings.Contains(p.body, "<h1>Log in</h1>") {
-			t.Errorf("anonymous cart request: status %d, want the login page", p.status)
-		}
+// The issue's scenario: a guest fills a cart, logs in, keeps it, comes back
+// to the page they were on, and the old token is dead.
+func TestShop_GuestCartSurvivesLogin(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			s := newTestShop(t, mode.opts)
+			v := s.visitor()
+			v.get("/item?item=mug")
+			if _, ok := v.sessionCookie(); ok {
+				t.Fatalf("viewing an item started a session")
+			}
+			p := v.addToCart("kettle", "1")
+			guest, ok := v.sessionCookie()
+			if !ok || loggedInAs(p) != "" || cartUnits(p) != 1 {
+				t.Fatalf("after a guest's add to cart: cookie %v, logged in as %q, %d items; want a guest session holding 1", ok, loggedInAs(p), cartUnits(p))
+			}
+			v.get("/item?item=teapot")
+
+			login := v.get("/item?item=kettle")
+			if !strings.Contains(login.body, `href="/login?next=%2fitem%3fitem%3dkettle"`) {
+				t.Errorf("the item page's login link does not lead back to it")
+			}
+			p = v.post("/login", url.Values{"user": {"alice"}, "next": {"/item?item=kettle"}})
+			if loggedInAs(p) != "alice" || !strings.Contains(p.body, `<h1 id="item">Electric kettle</h1>`) {
+				t.Fatalf("after login: logged in as %q, want alice, back on the kettle's page", loggedInAs(p))
+			}
+			if got := linksIn(v.get("/cart"), "cart"); !cmp.Equal(got, []string{"Electric kettle"}) {
+				t.Errorf("cart after login = %v, want the guest's kettle", got)
+			}
+			if got := linksIn(v.get("/item?item=mug"), "recent"); !cmp.Equal(got, []string{"Electric kettle", "Cast-iron teapot"}) {
+				t.Errorf("recently viewed after login = %v, want the guest's views (the kettle, the teapot; not the mug itself)", got)
+			}
+			now, _ := v.sessionCookie()
+			if now.Value == guest.Value {
+				t.Errorf("login kept the guest's cookie value: session fixation")
+			}
+			replay := s.replayCookie(guest)
+			if p := replay.get("/cart"); loggedInAs(p) != "" || strings.Contains(p.body, "Electric kettle") {
+				t.Errorf("the guest cookie still works after login")
+			}
+			if n, err := s.store.SessionCount(context.Background()); n != 1 || err != nil {
+				t.Errorf("SessionCount = %d, %v, want 1, nil (the guest session became alice's)", n, err)
+			}
+		})
 	}
-	if n, err := s.store.SessionCount(context.Background()); n != 0 || err != nil {
-		t.Errorf("SessionCount after anonymous visits = %d, %v, want 0, nil", n, err)
+}
+
+func TestShop_LoginRefusesToLeaveTheSite(t *testing.T) {
+	s := newTestShop(t, shopOptions{})
+	for _, next := range []string{"https://evil.test/", "//evil.test/", "/\\evil.test", "javascript:alert(1)"} {
+		v := s.visitor()
+		v.client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		p := v.post("/login", url.Values{"user": {"alice"}, "next": {next}})
+		if loc := p.header.Get("Location"); p.status != http.StatusSeeOther || loc != "/" {
+			t.Errorf("POST /login next=%q: status %d, Location %q, want 303 to /", next, p.status, loc)
+		}
 	}
 }
 
@@ -286,7 +387,7 @@ func TestShop_PopularItemPageIsCachedOnTheSecondRequest(t *testing.T) {
 		t.Errorf("alice's item page: X-Cache = %q, want miss (personal pages are not cached)", p.header.Get("X-Cache"))
 	}
 
-	// The kettle is now ranked; anonymous visitors share its cached page.
+	// The kettle is ranked; anonymous visitors share its cached page.
 	anon := s.visitor()
 	first := anon.get("/item?item=kettle")
 	second := s.visitor().get("/item?item=kettle")
@@ -300,11 +401,24 @@ func TestShop_PopularItemPageIsCachedOnTheSecondRequest(t *testing.T) {
 	if got := alice.get("/item?item=kettle").header.Get("X-Cache"); got != "miss" {
 		t.Errorf("alice's item page after anonymous hits: X-Cache = %q, want miss", got)
 	}
-	if got := anon.get("/item?item=sieve").header.Get("X-Cache"); got != "miss" {
-		t.Errorf("an unviewed item's page: X-Cache = %q, want miss", got)
+}
+
+// Every view counts, anonymous ones too: three anonymous views of an item
+// rank it, and its next anonymous request is served from the cache.
+func TestShop_AnonymousViewsRankItemsAndFillTheCache(t *testing.T) {
+	s := newTestShop(t, shopOptions{})
+	for range 3 {
+		s.visitor().get("/item?item=sieve")
 	}
-	if got := anon.get("/item?item=sieve").header.Get("X-Cache"); got != "miss" {
-		t.Errorf("an unviewed item's page, again: X-Cache = %q, want miss (not popular)", got)
+	if got := s.visitor().get("/item?item=sieve").header.Get("X-Cache"); got != "hit" {
+		t.Errorf("after 3 anonymous views: X-Cache = %q, want hit", got)
+	}
+	top, err := s.store.TopItems(context.Background(), 1)
+	if err != nil || len(top) != 1 || top[0] != (retail.ItemViews{Item: "sieve", Views: 4}) {
+		t.Errorf("TopItems(1) = %v, %v, want the sieve with 4 views (cache hits count)", top, err)
+	}
+	if p := s.visitor().get("/"); !cmp.Equal(linksIn(p, "popular"), []string{"Fine sieve"}) {
+		t.Errorf("popular items = %v, want the sieve", linksIn(p, "popular"))
 	}
 }
 
@@ -343,7 +457,7 @@ func TestShop_LogoutClearsTheSessionAndTheCookie(t *testing.T) {
 			s := newTestShop(t, mode.opts)
 			v := s.visitor()
 			v.login("alice")
-			v.setCartLine("kettle", "1", "item")
+			v.addToCart("kettle", "1")
 			old, _ := v.sessionCookie()
 
 			p := v.post("/logout", nil)
@@ -357,18 +471,53 @@ func TestShop_LogoutClearsTheSessionAndTheCookie(t *testing.T) {
 				t.Errorf("SessionCount after logout = %d, %v, want 0, nil", n, err)
 			}
 
-			// Replaying the old cookie: a token no longer names a session.
-			// A signed cookie still verifies until it expires (documented),
-			// but its session starts over with an empty cart.
-			replay := s.visitor()
-			u, _ := url.Parse(s.url)
-			replay.client.Jar.SetCookies(u, []*http.Cookie{{Name: old.Name, Value: old.Value}})
-			p = replay.get("/cart")
-			if mode.opts.SigningKey == nil && loggedInAs(p) != "" {
-				t.Errorf("old token cookie after logout still logs in as %q", loggedInAs(p))
+			// Replaying the old cookie, token or signed: the session is
+			// over, and the request does not bring it back.
+			replay := s.replayCookie(old)
+			for range 3 {
+				p = replay.get("/item?item=kettle")
+				if loggedInAs(p) != "" || cartUnits(p) >= 0 {
+					t.Errorf("old cookie after logout: logged in as %q, cart shown %v; want nobody", loggedInAs(p), cartUnits(p) >= 0)
+				}
 			}
-			if strings.Contains(p.body, "Electric kettle") {
-				t.Errorf("old cookie after logout still shows the cart")
+			if n, err := s.store.SessionCount(ctx); n != 0 || err != nil {
+				t.Errorf("SessionCount after replaying the old cookie = %d, %v, want 0, nil", n, err)
+			}
+		})
+	}
+}
+
+// The issue's scenario with -idle-timeout 2s, on a clock the test moves: a
+// guest adds the kettle, logs in as alice, keeps the cart, stays logged in
+// while requesting a page every second, and is logged out after 3 idle
+// seconds.
+func TestShop_IdleTimeoutEndsTheSession(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			clock := retail.NewManualClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+			store, err := memory.New(memory.Options{Clock: clock, IdleTimeout: 2 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { store.Close() })
+			s := newTestShopOn(t, store, mode.opts)
+			v := s.visitor()
+			v.addToCart("kettle", "1")
+			v.login("alice")
+			for i := range 5 {
+				clock.Advance(time.Second)
+				p := v.get("/cart")
+				if loggedInAs(p) != "alice" || !cmp.Equal(linksIn(p, "cart"), []string{"Electric kettle"}) {
+					t.Fatalf("request %d, a second after the last: logged in as %q, cart %v; want alice with the kettle", i+1, loggedInAs(p), linksIn(p, "cart"))
+				}
+			}
+			clock.Advance(3 * time.Second)
+			p := v.get("/cart")
+			if loggedInAs(p) != "" || strings.Contains(p.body, "Electric kettle") {
+				t.Errorf("after 3 idle seconds: logged in as %q (cart shown: %v), want logged out", loggedInAs(p), strings.Contains(p.body, "Electric kettle"))
+			}
+			if _, ok := v.sessionCookie(); ok {
+				t.Errorf("the expired session's cookie was not cleared")
 			}
 		})
 	}

@@ -4,6 +4,7 @@ package backends
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/retailkit/retail"
@@ -11,8 +12,17 @@ import (
 	"github.com/retailkit/retail/backend/rueidisbackend"
 )
 
-// Options configures Open. They apply to Redis only.
+// Options configures Open.
 type Options struct {
+	// IdleTimeout and Lifetime bound sessions (see the backends' options);
+	// the retail defaults if zero.
+	IdleTimeout, Lifetime time.Duration
+
+	// Clock is the Store's clock; retail.SystemClock if nil.
+	Clock retail.Clock
+
+	// The options below apply to Redis only.
+
 	// Prefix is put before every key; the backend's default if empty.
 	Prefix string
 
@@ -27,7 +37,7 @@ type Options struct {
 // "Redis Cluster") and a function that closes the Store and its client.
 func Open(addrs []string, opts Options) (store retail.Store, name string, closeFn func(), err error) {
 	if len(addrs) == 0 {
-		s, err := memory.New(memory.Options{})
+		s, err := memory.New(memory.Options{Clock: opts.Clock, IdleTimeout: opts.IdleTimeout, Lifetime: opts.Lifetime})
 		if err != nil {
 			return nil, "", nil, err
 		}
@@ -52,7 +62,9 @@ func Open(addrs []string, opts Options) (store retail.Store, name string, closeF
 			return nil, "", nil, fmt.Errorf("the server reports node %s: %w", a, err)
 		}
 	}
-	s, err := rueidisbackend.New(client, rueidisbackend.Options{Prefix: opts.Prefix})
+	s, err := rueidisbackend.New(client, rueidisbackend.Options{
+		Prefix: opts.Prefix, Clock: opts.Clock, IdleTimeout: opts.IdleTimeout, Lifetime: opts.Lifetime,
+	})
 	if err != nil {
 		client.Close()
 		return nil, "", nil, err

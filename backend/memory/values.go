@@ -1,0 +1,75 @@
+package memory
+
+import (
+	"context"
+	"strings"
+
+	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/driver"
+)
+
+// Values are stored as copies and never changed in place, only replaced, so
+// a reader may copy one after releasing the lock.
+
+// SetValue implements driver.Store.
+func (s *store) SetValue(ctx context.Context, token, key string, value []byte) (driver.Status, error) {
+	now := s.now()
+	value = cloneBytes(value)
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	x := s.liveSession(token, now)
+	if x == nil {
+		return driver.NoSession, nil
+	}
+	if _, ok := x.values[key]; !ok {
+		if len(x.values) >= retail.MaxSessionValues {
+			return driver.Full, nil
+		}
+		if x.values == nil {
+			x.values = make(map[string][]byte)
+		}
+		key = strings.Clone(key)
+	}
+	x.values[key] = value
+	return driver.OK, nil
+}
+
+// Value implements driver.Store.
+func (s *store) Value(ctx context.Context, token, key string) ([]byte, bool, error) {
+	var value []byte
+	var ok bool
+	s.readSession(token, func(x *session) { value, ok = x.values[key] })
+	if !ok {
+		return nil, false, nil
+	}
+	return cloneBytes(value), true, nil
+}
+
+// PopValue implements driver.Store. The value leaves the Store, so the
+// caller gets the Store's copy.
+func (s *store) PopValue(ctx context.Context, token, key string) ([]byte, bool, error) {
+	now := s.now()
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	x := s.liveSession(token, now)
+	if x == nil {
+		return nil, false, nil
+	}
+	value, ok := x.values[key]
+	if !ok {
+		return nil, false, nil
+	}
+	delete(x.values, key)
+	return value, true, nil
+}
+
+// DeleteValue implements driver.Store.
+func (s *store) DeleteValue(ctx context.Context, token, key string) error {
+	now := s.now()
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	if x := s.liveSession(token, now); x != nil {
+		delete(x.values, key)
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+package rueidisbackend
+
+import (
+	"context"
+)
+
+// The session index ({sessions}:seen, token -> stamp) and the user indexes
+// (user:{USER}, token -> created) live on slots of their own. On a single
+// server the session scripts write the session index themselves, in the
+// same atomic step as the session; in a cluster they cannot, so the calls
+// below follow or accompany them. Each is written so that, whatever order
+// it lands in relative to the session writes of other calls, no session is
+// left without its index entry, and no index entry is left for a session
+// that is gone except as a stray that cleaning removes (see cleaning.go).
+
+// indexCall creates token's index entry at stamp, or raises it: a session
+// was just created or updated (in a cluster, next to the session script).
+func (s *store) indexCall(token string, stamp float64) call {
+	return call{cmd: s.c.B().Zadd().Key(s.k.index()).Gt().ScoreMember().ScoreMember(stamp, token).Build()}
+}
+
+// bumpCall raises token's index entry to stamp if there is one. It follows
+// a refresh that found the session live, and never creates an entry: if a
+// Logout deleted the session in between, either its unindex comes later
+// and sees a stamp no newer than the one it read from the session, or it
+// came first and there is no entry left to raise.
+func (s *store) bumpCall(token, stamp string) call {
+	return call{cmd: s.c.B().Arbitrary("ZADD").Keys(s.k.index()).Args("XX", "GT", stamp, token).Build()}
+}
+
+// viewCall counts one view of item.
+func (s *store) viewCall(item string) call {
+	return call{cmd: s.c.B().Zincrby().Key(s.k.viewed()).Increment(-1).Member(item).Build()}
+}
+
+// unindex removes each token whose index stamp is at most the given one:
+// the stamp its session had when it was deleted, so that a session created
+// again under the token since (with a newer stamp) keeps its entry.
+//
+// KEYS: index. ARGV: token, stamp pairs.
+var unindex = newScript(`
+for i = 1, #ARGV, 2 do
+  local s = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if s and tonumber(s) <= tonumber(ARGV[i + 1]) then
+    redis.call('ZREM', KEYS[1], ARGV[i])
+  end
+end
+return 1
+`)
+
+func (s *store) unindexCall(pairs []string) call {
+	return s.scriptCall(unindex, []string{s.k.index()}, pairs)
+}
+
+// addUser indexes a session under its user (see indexUser in prelude).
+//
+// KEYS: the user's index. ARGV: sessionArgs, token, created stamp.
+var addUser = sessionScript(`
+indexUser(KEYS[1], ARGV[7], ARGV[8])
+return OK
+`)
+
+func (s *store) addUserCall(user, token, cstamp string) call {
+	return s.scriptCall(addUser, []string{s.k.user(user)}, s.sessionArgs(s.nowMs(), "", token, cstamp))
+}
+
+// unindexUser removes each token whose entry in a user's index still holds
+// the given created stamp, so that an entry written since, by a session
+// created again under the token, stays.
+//
+// KEYS: the user's index. ARGV: token, created stamp pairs.
+var unindexUser = newScript(`
+for i = 1, #ARGV, 2 do
+  local c = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if c and tonumber(c) == tonumber(ARGV[i + 1]) then
+    redis.call('ZREM', KEYS[1], ARGV[i])
+  end
+end
+return 1
+`)
+
+func (s *store) unindexUserCall(user string, pairs []string) call {
+	return s.scriptCall(unindexUser, []string{s.k.user(user)}, pairs)
+}
+
+// send sends calls in one round trip and returns the first error.
+func (s *store) send(ctx context.Context, calls []call) error {
+	if len(calls) == 0 {
+		return nil
+	}
+	for _, r := range s.do(ctx, calls...) {
+		if err := r.Error(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

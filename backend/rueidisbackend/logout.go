@@ -1,0 +1,201 @@
+package rueidisbackend
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/redis/rueidis"
+	"github.com/retailkit/retail/driver"
+)
+
+// endSession deletes a session's keys, unless ARGV[9] is "1" and the
+// session belongs to another user than ARGV[8]. On a single server (KEYS[6]
+// given) it also removes the token's index entry, in the same step.
+//
+// KEYS: the session's, then index, optional. ARGV: sessionArgs, token,
+// user, "1" to delete only a session of user. Answers {NO_SESSION} (there
+// was none, and whatever was left of one is gone), {EXISTS} (another
+// user's session, left alone) or {OK, login, seen or nil, 1 if it was
+// live else 0}.
+var endSession = sessionScript(`
+local s = sessionAt(KEYS[1], KEYS[2])
+if s and ARGV[9] == '1' and s.user ~= ARGV[8] then return {EXISTS} end
+dropSession()
+if KEYS[6] then redis.call('ZREM', KEYS[6], ARGV[7]) end
+if not s then return {NO_SESSION} end
+return {OK, s.login, s.seen or false, s.live and 1 or 0}
+`)
+
+// ended is what endSession reports of a session it deleted.
+type ended struct {
+	token, seen string
+	cstamp      string // the created stamp
+	user        string
+	wasLive     bool
+}
+
+// endCall returns the endSession call for token; onlyUser, if not empty,
+// spares a session of another user.
+func (s *store) endCall(now int64, token, onlyUser string) call {
+	keys := s.k.session(token).all()
+	if !s.cluster {
+		keys = append(keys, s.k.index())
+	}
+	only := "0"
+	if onlyUser != "" {
+		only = "1"
+	}
+	return s.scriptCall(endSession, keys, s.sessionArgs(now, "", token, onlyUser, only))
+}
+
+// endReply parses endSession's answer; ok is false if no session was
+// deleted.
+func endReply(token string, r rueidis.RedisResult) (e ended, ok bool, err error) {
+	reply, err := r.ToArray()
+	if err != nil {
+		return ended{}, false, err
+	}
+	st, err := status(reply)
+	if err != nil || st != driver.OK {
+		return ended{}, false, err
+	}
+	if len(reply) < 4 {
+		return ended{}, false, errShortReply
+	}
+	login, err := reply[1].ToString()
+	if err != nil {
+		return ended{}, false, err
+	}
+	e.token = token
+	l, _ := parseLogin(login)
+	e.cstamp, e.user = l.cstamp, l.user
+	if e.seen, _, err = optString(reply[2]); err != nil {
+		return ended{}, false, err
+	}
+	live, err := reply[3].AsInt64()
+	e.wasLive = live == 1
+	return e, err == nil, err
+}
+
+// unindexEnded returns the calls that remove deleted sessions from the
+// indexes: from the session index in a cluster (on a single server
+// endSession did it), and from their users' indexes.
+func (s *store) unindexEnded(gone []ended) []call {
+	var pairs []string
+	byUser := map[string][]string{}
+	var users []string
+	for _, e := range gone {
+		if s.cluster && e.seen != "" {
+			pairs = append(pairs, e.token, stampOf(e.seen))
+		}
+		if e.user != "" {
+			if _, ok := byUser[e.user]; !ok {
+				users = append(users, e.user)
+			}
+			byUser[e.user] = append(byUser[e.user], e.token, e.cstamp)
+		}
+	}
+	var calls []call
+	if len(pairs) > 0 {
+		calls = append(calls, s.unindexCall(pairs))
+	}
+	for _, u := range users {
+		calls = append(calls, s.unindexUserCall(u, byUser[u]))
+	}
+	return calls
+}
+
+// Logout implements driver.Store: a script deletes the session's keys (and,
+// on a single server, its index entry), then its entries in the indexes on
+// other slots are removed if no newer session has replaced them. A guest's
+// Logout on a single server is one round trip; otherwise two.
+func (s *store) Logout(ctx context.Context, token string) error {
+	res := s.do(ctx, s.endCall(s.nowMs(), token, ""))[0]
+	s.own.deleted(s.k.sessionKey(loginKind, token))
+	e, ok, err := endReply(token, res)
+	if !ok {
+		return err
+	}
+	return s.send(ctx, s.unindexEnded([]ended{e}))
+}
+
+// UserSessions implements driver.Store in two round trips: the user's index,
+// then the state of each session in it. Entries whose session is gone,
+// expired or now another user's are skipped.
+func (s *store) UserSessions(ctx context.Context, user string) ([]driver.SessionInfo, error) {
+	entries, err := s.userEntries(ctx, user)
+	if err != nil || len(entries) == 0 {
+		return nil, err
+	}
+	cmds := make(rueidis.Commands, 0, 2*len(entries))
+	for _, z := range entries {
+		ks := s.k.session(z.Member)
+		cmds = append(cmds, s.c.B().Get().Key(ks.login).Build(), s.c.B().Get().Key(ks.seen).Build())
+	}
+	res := s.c.DoMulti(ctx, cmds...)
+	now := s.nowMs()
+	var out []driver.SessionInfo
+	for i, z := range entries {
+		info, ok, err := s.infoFrom(res[2*i], res[2*i+1])
+		if err != nil {
+			return nil, err
+		}
+		if ok && info.user == user && s.live(now, info.created, info.lastSeen) {
+			out = append(out, driver.SessionInfo{
+				Token: z.Member, User: user, Created: msTime(info.created), LastSeen: msTime(info.lastSeen),
+			})
+		}
+	}
+	slices.SortFunc(out, func(a, b driver.SessionInfo) int {
+		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Token, b.Token))
+	})
+	return out, nil
+}
+
+// LogoutUser implements driver.Store in three round trips: the user's
+// index; a script a session deleting each that is still the user's; then
+// the index entries of those deleted, and every entry read from the user's
+// index that no newer session has replaced.
+func (s *store) LogoutUser(ctx context.Context, user string) (int, error) {
+	entries, err := s.userEntries(ctx, user)
+	if err != nil || len(entries) == 0 {
+		return 0, err
+	}
+	now := s.nowMs()
+	calls := make([]call, len(entries))
+	for i, z := range entries {
+		calls[i] = s.endCall(now, z.Member, user)
+	}
+	var gone []ended
+	stale := make([]string, 0, 2*len(entries))
+	n := 0
+	var firstErr error
+	for i, r := range s.do(ctx, calls...) {
+		token := entries[i].Member
+		s.own.deleted(s.k.sessionKey(loginKind, token))
+		e, ok, err := endReply(token, r)
+		switch {
+		case err != nil:
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		case ok:
+			gone = append(gone, ended{token: token, seen: e.seen}) // its user entry goes below
+			if e.wasLive {
+				n++
+			}
+		}
+		stale = append(stale, token, formatStamp(entries[i].Score))
+	}
+	calls = s.unindexEnded(gone)
+	calls = append(calls, s.unindexUserCall(user, stale))
+	if err := s.send(ctx, calls); err != nil {
+		return n, err
+	}
+	return n, firstErr
+}
+
+// userEntries reads a user's index: token -> created.
+func (s *store) userEntries(ctx context.Context, user string) ([]rueidis.ZScore, error) {
+	return s.c.Do(ctx, s.c.B().Zrange().Key(s.k.user(user)).Min("0").Max("-1").Withscores().Build()).AsZScores()
+}

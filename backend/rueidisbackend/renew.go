@@ -1,0 +1,114 @@
+package rueidisbackend
+
+import (
+	"context"
+	"strings"
+
+	"github.com/retailkit/retail/driver"
+)
+
+// readSession returns a live session's state and data, for RenewSession to
+// copy.
+//
+// KEYS: the session's. ARGV: sessionArgs. Answers {NO_SESSION} or {OK,
+// login, seen, recent items, cart pairs, values pairs}.
+var readSession = sessionScript(`
+local s = sessionAt(KEYS[1], KEYS[2])
+if not s or not s.live then return {NO_SESSION} end
+return {OK, s.login, s.seen or '', redis.call('LRANGE', KEYS[3], 0, -1),
+  redis.call('HGETALL', KEYS[4]), redis.call('HGETALL', KEYS[5])}
+`)
+
+// RenewSession implements driver.Store in two steps, since the two tokens'
+// keys live on different slots of a cluster (the same steps run on a single
+// server, so that one code path is tested everywhere):
+//
+//  1. Create: read the old session, create the new one holding a copy of
+//     its recent items, cart and values (unless newToken names a live
+//     session), and index it.
+//  2. Delete the old session; then move the user's index entry from the
+//     old token to the new one.
+//
+// Between the steps both tokens are live, so a concurrent CheckToken finds
+// one of them whenever it runs. If the process stops between the steps (a
+// crash, an error, a context that ends), RenewSession returns an error and
+// the caller hands the new token to nobody: the old session is unchanged and
+// still works, and the new one, which no user index lists, expires by the
+// idle timeout and is removed by cleaning or its keys' TTLs. If the old
+// session is gone when step 2 runs (a concurrent Logout or RenewSession of
+// the same token), the new one is deleted again and RenewSession reports
+// NoSession. A write to the old token that lands between the copy and the
+// deletion, a few round trips, is lost with the old session.
+func (s *store) RenewSession(ctx context.Context, token, newToken, user string) (driver.Status, error) {
+	old, nw := s.k.session(token), s.k.session(newToken)
+	reply, err := s.do(ctx, s.scriptCall(readSession, old.all(), s.sessionArgs(s.nowMs(), "")))[0].ToArray()
+	if err != nil {
+		return 0, err
+	}
+	if st, err := status(reply); err != nil || st != driver.OK {
+		return st, err
+	}
+	if len(reply) < 6 {
+		return 0, errShortReply
+	}
+	login, err := reply[1].ToString()
+	if err != nil {
+		return 0, err
+	}
+	var data [3][]string // recent, cart, values
+	for i := range data {
+		if data[i], err = reply[3+i].AsStrSlice(); err != nil {
+			return 0, err
+		}
+	}
+	l, _ := parseLogin(login)
+	cfield, _, _ := strings.Cut(login, " ")
+	newUser, cstamp := l.user, l.cstamp
+
+	// Step 1: create.
+	stamp, now := s.nextStamp()
+	if user != "" { // a login starts the lifetime again
+		newUser, cstamp, cfield = user, formatStamp(stamp), createdField(stamp, now)
+	}
+	newLogin := loginValue(cfield, now+s.idle, newUser)
+	args := s.sessionArgs(now, seenValue(stamp, now), newToken, newLogin)
+	for _, d := range data {
+		args = append(append(args, itoa(len(d))), d...)
+	}
+	keys := nw.all()
+	if !s.cluster {
+		keys = append(keys, s.k.index())
+	}
+	st, dropped, err := s.start(ctx, keys, args)
+	if err != nil || st != driver.OK {
+		return st, err
+	}
+	s.own.wrote(nw.login, []byte(newLogin))
+	if s.cluster {
+		if err := s.send(ctx, []call{s.indexCall(newToken, stamp)}); err != nil {
+			return 0, err
+		}
+	}
+
+	// Step 2: delete the old session.
+	if s.renewHook != nil {
+		if err := s.renewHook(); err != nil {
+			return 0, err
+		}
+	}
+	res := s.do(ctx, s.endCall(now, token, ""))[0]
+	s.own.deleted(old.login)
+	e, ok, err := endReply(token, res)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return driver.NoSession, s.Logout(ctx, newToken)
+	}
+	calls := s.unindexEnded([]ended{e})
+	calls = append(calls, s.unindexDropped(newToken, dropped, newUser)...)
+	if newUser != "" {
+		calls = append(calls, s.addUserCall(newUser, newToken, cstamp))
+	}
+	return driver.OK, s.send(ctx, calls)
+}

@@ -1,0 +1,78 @@
+package rueidisbackend_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/backend/rueidisbackend"
+)
+
+// TestRenewSession_FailureBetweenStepsIsRepaired fails RenewSession's
+// second step (deleting the old session, after the new one was created) and
+// checks the repair the package documentation promises: the old token still
+// works with all its data, the new session is listed nowhere, and once both
+// have been idle for the idle timeout one cleaning pass leaves no key on
+// any node.
+func TestRenewSession_FailureBetweenStepsIsRepaired(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, tg target) {
+		clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+		s, c, prefix := newStore(t, tg, clock)
+		const old, renewed = "old-token", "new-token"
+		if created, err := s.StartSession(bg, old, "alice"); !created || err != nil {
+			t.Fatalf("StartSession = %v, %v", created, err)
+		}
+		if err := s.AddToCart(bg, old, "item-a", 2); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetValue(bg, old, "flash", []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+
+		crash := errors.New("the process stopped")
+		rueidisbackend.SetRenewHook(s, func() error { return crash })
+		clock.Advance(time.Second)
+		if ok, err := s.RenewSession(bg, old, renewed, "alice"); ok || !errors.Is(err, crash) {
+			t.Fatalf("RenewSession with its second step failing = %v, %v; want false and the step's error", ok, err)
+		}
+		rueidisbackend.SetRenewHook(s, nil)
+
+		// The old session is unchanged and still works.
+		if user, ok, err := s.CheckToken(bg, old); user != "alice" || !ok || err != nil {
+			t.Errorf("CheckToken(old) = %q, %v, %v; want alice", user, ok, err)
+		}
+		if cart, err := s.Cart(bg, old); err != nil || !cmp.Equal(cart, map[string]int{"item-a": 2}) {
+			t.Errorf("Cart(old) = %v, %v; want item-a: 2", cart, err)
+		}
+		if v, ok, err := s.Value(bg, old, "flash"); string(v) != "hello" || !ok || err != nil {
+			t.Errorf("Value(old, flash) = %q, %v, %v; want hello", v, ok, err)
+		}
+		if _, ok, err := s.RefreshSession(bg, old, ""); !ok || err != nil {
+			t.Errorf("RefreshSession(old) = %v, %v; want a live session", ok, err)
+		}
+		// The new session was handed to nobody, and nothing lists it.
+		infos, err := s.UserSessions(bg, "alice")
+		if err != nil || len(infos) != 1 || infos[0].Token != old {
+			t.Errorf("UserSessions(alice) = %+v, %v; want the old session only", infos, err)
+		}
+		if n, err := s.SessionCount(bg); n != 2 || err != nil {
+			t.Errorf("SessionCount() = %d, %v; want 2 (the old session and the orphan)", n, err)
+		}
+
+		// Both expire; one pass removes both, and everything they had.
+		clock.Advance(retail.DefaultIdleTimeout)
+		for _, tok := range []string{old, renewed} {
+			if _, ok, err := s.CheckToken(bg, tok); ok || err != nil {
+				t.Errorf("CheckToken(%q) after the idle timeout = %v, %v; want a miss", tok, ok, err)
+			}
+		}
+		if n, err := s.CleanSessions(bg, 0, 100); n != 2 || err != nil {
+			t.Errorf("CleanSessions(0, 100) = %d, %v; want 2", n, err)
+		}
+		if keys := scanAll(t, c, prefix+"*"); len(keys) != 0 {
+			t.Errorf("keys left after cleaning: %q; want none", keys)
+		}
+	})
+}

@@ -1,0 +1,306 @@
+package conformance
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/retailkit/retail"
+)
+
+// expiryTests pin when a session ends by the Store's clock: it is live while
+// now < lastSeen + idle timeout and now < created + lifetime, and from that
+// instant on every call treats it as absent. The suite's stores have the
+// default idle timeout and lifetime.
+var expiryTests = []behaviour{
+	{name: "Expiry_IdleSessionEndsAtIdleTimeout", test: testExpiryIdle},
+	{name: "Expiry_FirstCallAfterExpiryIsAWrite", test: testExpiryFirstCallWrites},
+	{name: "Expiry_RefreshExtendsIdleTimeout", test: testExpiryRefreshExtends},
+	{name: "Expiry_ReadsDoNotExtendIdleTimeout", test: testExpiryReadsDoNotExtend},
+	{name: "Expiry_LifetimeEndsRefreshedSession", test: testExpiryLifetime},
+	{name: "Expiry_LoginRestartsLifetime", test: testExpiryLoginRestarts},
+	{name: "Expiry_RenewalKeepsLifetime", test: testExpiryRenewalKeeps},
+	{name: "Expiry_UpdateTokenKeepsLifetime", test: testExpiryUpdateTokenKeeps},
+	{name: "Expiry_CleanRemovesIdleSessionsBeyondKeep", test: testExpiryCleanIdle},
+	{name: "Expiry_CleanRemovesIdleThenOldest", test: testExpiryCleanIdleThenOldest},
+	{name: "Expiry_SessionCountCountsHeldSessions", test: testExpirySessionCount},
+}
+
+// wantExpired asserts that token's session, logged in as user, is absent
+// to every call, and that none of them brings it back or counts a view.
+func (h *harness) wantExpired(token, user string) {
+	h.t.Helper()
+	before := h.top(10)
+	h.wantNoSession(token)
+	h.wantUnlisted(user, token)
+	h.wantNoSessionWrites(token)
+	if ok, err := h.s.RenewSession(h.ctx, token, token+"-renewed", ""); ok || err != nil {
+		h.t.Errorf("RenewSession(%q, %q, \"\") of an expired session = %v, %v, want false, nil", token, token+"-renewed", ok, err)
+	}
+	h.wantNoSession(token + "-renewed")
+	h.wantNoSession(token)
+	h.wantTop(10, before...)
+}
+
+// liveSession starts a session for token logged in as user, with a viewed
+// item, a cart line and a value.
+func liveSession(h *harness, token, user string) {
+	h.t.Helper()
+	h.start(token, user)
+	h.wantRefresh(token, "item-a", user)
+	h.addToCart(token, "item-a", 1)
+	h.setValue(token, "flash", []byte("hello"))
+}
+
+// wantLive asserts, without refreshing it, that liveSession's session is
+// live and whole.
+func (h *harness) wantLive(token, user string) {
+	h.t.Helper()
+	h.wantUser(token, user)
+	h.wantRecent(token, "item-a")
+	h.wantCart(token, map[string]int{"item-a": 1})
+	h.wantValue(token, "flash", "hello")
+	found := false
+	for _, info := range h.userSessions(user) {
+		found = found || info.Token == token
+	}
+	if !found {
+		h.t.Errorf("UserSessions(%q) does not list live %q", user, token)
+	}
+}
+
+func testExpiryIdle(h *harness) {
+	liveSession(h, "tok-1", "alice")
+	liveSession(h, "tok-2", "bob")
+	h.clock.Advance(idle - time.Millisecond)
+	h.wantLive("tok-1", "alice")
+	h.wantRefresh("tok-2", "", "bob")
+	h.clock.Advance(time.Millisecond)
+	h.wantExpired("tok-1", "alice")
+	// Expiry is per session: tok-2 was refreshed a millisecond ago.
+	h.wantLive("tok-2", "bob")
+}
+
+// testExpiryFirstCallWrites makes each write the first call a session gets
+// after it expired, so that a backend that drops expired sessions on reads
+// cannot pass by having a read drop it first: each write must itself see
+// that the session expired, and refuse it without reviving anything.
+func testExpiryFirstCallWrites(h *harness) {
+	writes := []struct {
+		name string
+		call func(token string) error // nil error and no session: refused as wanted
+	}{
+		{"RefreshSession", func(token string) error {
+			if user, ok, err := h.s.RefreshSession(h.ctx, token, "item-late"); ok || err != nil {
+				return fmt.Errorf("= %q, %v, %v, want a miss", user, ok, err)
+			}
+			return nil
+		}},
+		{"AddToCart", func(token string) error {
+			return wantIs(h.s.AddToCart(h.ctx, token, "item-late", 1), retail.ErrNoSession)
+		}},
+		{"IncrementCart", func(token string) error {
+			_, err := h.s.IncrementCart(h.ctx, token, "item-late", 1)
+			return wantIs(err, retail.ErrNoSession)
+		}},
+		{"SetValue", func(token string) error {
+			return wantIs(h.s.SetValue(h.ctx, token, "flash", []byte("late")), retail.ErrNoSession)
+		}},
+		{"RenewSession", func(token string) error {
+			if ok, err := h.s.RenewSession(h.ctx, token, token+"-renewed", ""); ok || err != nil {
+				return fmt.Errorf("= %v, %v, want false, nil", ok, err)
+			}
+			return nil
+		}},
+	}
+	for i := range writes {
+		liveSession(h, fmt.Sprintf("tok-%d", i), "alice")
+	}
+	before := h.top(10)
+	h.clock.Advance(idle)
+	for i, w := range writes {
+		token := fmt.Sprintf("tok-%d", i)
+		if err := w.call(token); err != nil {
+			h.t.Errorf("%s(%q) as the first call after the idle timeout %v", w.name, token, err)
+		}
+		h.wantNoSession(token)
+		h.wantNoSession(token + "-renewed")
+	}
+	h.wantTop(10, before...)
+	h.wantUnlisted("alice", "tok-0")
+}
+
+// wantIs returns nil if err matches target, and an error saying what err
+// was otherwise.
+func wantIs(err, target error) error {
+	if errors.Is(err, target) {
+		return nil
+	}
+	return fmt.Errorf("= %v, want an error matching %v", err, target)
+}
+
+func testExpiryRefreshExtends(h *harness) {
+	liveSession(h, "tok-1", "alice")
+	// Refreshed soon after it started, the session lives an idle timeout
+	// from that refresh, not from its start.
+	h.clock.Advance(time.Minute)
+	h.wantRefresh("tok-1", "", "alice")
+	h.clock.Advance(idle - time.Minute + 500*time.Millisecond)
+	h.wantLive("tok-1", "alice")
+	// Refreshed every 20 minutes, it lives for hours.
+	h.wantRefresh("tok-1", "", "alice")
+	for range 10 {
+		h.clock.Advance(20 * time.Minute)
+		h.wantRefresh("tok-1", "", "alice")
+	}
+	h.clock.Advance(idle - time.Millisecond)
+	h.wantLive("tok-1", "alice")
+	h.clock.Advance(time.Millisecond)
+	h.wantExpired("tok-1", "alice")
+}
+
+func testExpiryReadsDoNotExtend(h *harness) {
+	liveSession(h, "tok-1", "alice")
+	// Reads, and writes to the cart and values, are not visits.
+	for range 3 {
+		h.clock.Advance(idle / 4)
+		h.wantLive("tok-1", "alice")
+		h.addToCart("tok-1", "item-a", 1)
+		h.setValue("tok-1", "flash", []byte("hello"))
+	}
+	h.clock.Advance(idle - 3*(idle/4))
+	h.wantExpired("tok-1", "alice")
+}
+
+// keepRefreshing refreshes token every 20 minutes until the next refresh
+// would reach until.
+func keepRefreshing(h *harness, token, user string, until time.Time) {
+	h.t.Helper()
+	for h.clock.Now().Add(20 * time.Minute).Before(until) {
+		h.clock.Advance(20 * time.Minute)
+		h.wantRefresh(token, "", user)
+	}
+}
+
+func testExpiryLifetime(h *harness) {
+	t0 := h.now()
+	liveSession(h, "tok-1", "alice")
+	end := t0.Add(lifetime)
+	keepRefreshing(h, "tok-1", "alice", end)
+	h.clock.Set(end.Add(-time.Millisecond))
+	h.wantRefresh("tok-1", "", "alice")
+	h.wantLive("tok-1", "alice")
+	h.clock.Set(end)
+	h.wantExpired("tok-1", "alice")
+}
+
+func testExpiryLoginRestarts(h *harness) {
+	t0 := h.now()
+	h.start("tok-guest", "")
+	h.addToCart("tok-guest", "item-a", 1)
+	keepRefreshing(h, "tok-guest", "", t0.Add(23*time.Hour))
+	login := h.now()
+	h.renew("tok-guest", "tok-1", "alice")
+	// Well past the guest session's lifetime, the login's goes on.
+	keepRefreshing(h, "tok-1", "alice", login.Add(lifetime))
+	h.clock.Set(login.Add(lifetime - time.Millisecond))
+	h.wantRefresh("tok-1", "", "alice")
+	h.wantCart("tok-1", map[string]int{"item-a": 1})
+	h.wantUserSessions("alice", info("tok-1", "alice", login, h.now()))
+	h.clock.Set(login.Add(lifetime))
+	h.wantNoSession("tok-1")
+	h.wantNoRefresh("tok-1", "")
+	h.wantUserSessions("alice")
+}
+
+func testExpiryRenewalKeeps(h *harness) {
+	t0 := h.now()
+	liveSession(h, "tok-1", "alice")
+	keepRefreshing(h, "tok-1", "alice", t0.Add(23*time.Hour))
+	h.renew("tok-1", "tok-2", "")
+	end := t0.Add(lifetime)
+	keepRefreshing(h, "tok-2", "alice", end)
+	h.clock.Set(end.Add(-time.Millisecond))
+	h.wantRefresh("tok-2", "", "alice")
+	h.wantUserSessions("alice", info("tok-2", "alice", t0, h.now()))
+	h.clock.Set(end)
+	h.wantExpired("tok-2", "alice")
+}
+
+func testExpiryUpdateTokenKeeps(h *harness) {
+	t0 := h.now()
+	h.update("tok-1", "alice", "item-a")
+	h.addToCart("tok-1", "item-a", 1)
+	end := t0.Add(lifetime)
+	for h.clock.Now().Add(20 * time.Minute).Before(end) {
+		h.clock.Advance(20 * time.Minute)
+		h.update("tok-1", "alice", "")
+	}
+	h.clock.Set(end.Add(-time.Millisecond))
+	h.update("tok-1", "bob", "")
+	h.wantUserSessions("bob", info("tok-1", "bob", t0, h.now()))
+	h.clock.Set(end)
+	h.wantNoSession("tok-1")
+	// UpdateToken then starts a new session, with a lifetime of its own.
+	h.update("tok-1", "bob", "item-b")
+	h.wantRecent("tok-1", "item-b")
+	h.wantCart("tok-1", nil)
+	h.wantUserSessions("bob", info("tok-1", "bob", end, end))
+}
+
+// expiredSessions starts five sessions a second apart and moves the clock
+// so that the oldest three have been idle for the timeout.
+func expiredSessions(h *harness) []string {
+	h.t.Helper()
+	tokens := seq("tok", 5)
+	for _, token := range tokens {
+		h.start(token, "user-"+token)
+		h.addToCart(token, "item-a", 1)
+		h.setValue(token, "flash", []byte("hello"))
+		h.clock.Advance(time.Second)
+	}
+	h.clock.Advance(idle - 3*time.Second)
+	return tokens
+}
+
+func testExpiryCleanIdle(h *harness) {
+	tokens := expiredSessions(h)
+	h.wantClean(1000, 2, 2)
+	h.wantClean(1000, 100, 1)
+	h.wantClean(1000, 100, 0)
+	h.wantCount(2)
+	for _, token := range tokens[3:] {
+		h.wantUser(token, "user-"+token)
+		h.wantCart(token, map[string]int{"item-a": 1})
+		h.wantValue(token, "flash", "hello")
+	}
+	// A removed session leaves nothing for a new one under its token.
+	for _, token := range tokens[:3] {
+		h.wantNoSession(token)
+		h.start(token, "user-"+token)
+		h.wantCart(token, nil)
+		h.wantNoValue(token, "flash")
+	}
+}
+
+func testExpiryCleanIdleThenOldest(h *harness) {
+	tokens := expiredSessions(h)
+	h.wantClean(1, 100, 4)
+	h.wantCount(1)
+	h.wantUser(tokens[4], "user-"+tokens[4])
+}
+
+func testExpirySessionCount(h *harness) {
+	tokens := expiredSessions(h)
+	// Expired sessions that nothing has removed yet may still be held;
+	// the live ones are.
+	if n := h.sessionCount(); n < 2 || n > len(tokens) {
+		h.t.Errorf("SessionCount() = %d with 2 live and 3 expired sessions, want 2..%d", n, len(tokens))
+	}
+	h.clean(1000, 100)
+	h.wantCount(2)
+	h.start("tok-new", "")
+	h.wantCount(3)
+	h.logout(tokens[4])
+	h.wantCount(2)
+}

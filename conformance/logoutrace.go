@@ -1,0 +1,219 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/retailkit/retail"
+)
+
+// A logout holds: once Logout returns, only StartSession and UpdateToken can
+// give the token a session again, whatever ran concurrently. A store that
+// checks that a session exists and then writes to it in two steps loses
+// this race: a Logout between the steps leaves a session (or half of one)
+// that the user logged out of. UpdateToken is create-or-refresh and may
+// bring a session back; it is not raced here.
+
+// logoutTrials is how many times each call races a Logout.
+const logoutTrials = 10_000
+
+// logoutBudget bounds how long each call races, so that a slow backend
+// under the race detector (miniredis runs a script in about half a
+// millisecond) runs fewer trials instead of timing out; it logs how many it
+// ran. Memory and real Redis stores run them all well within it.
+const logoutBudget = 10 * time.Second
+
+// logoutBatch trials run at once, so that a networked store pipelines them;
+// every trial of a batch has its own token.
+const logoutBatch = 16
+
+var logoutTests = []behaviour{
+	{name: "Logout_HoldsAgainstConcurrentRefreshAndCart", test: testLogoutHolds},
+}
+
+// logoutRacer is a call raced against Logout. It reports whether it found
+// the session (ran before the Logout), and errors other than ErrNoSession.
+type logoutRacer struct {
+	name string
+	call func(ctx context.Context, s retail.Store, token string) (found bool, err error)
+}
+
+// noSession turns a write's error into found, err: ErrNoSession is a miss.
+func noSession(err error) (bool, error) {
+	if errors.Is(err, retail.ErrNoSession) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+var logoutRacers = []logoutRacer{
+	{"RefreshSession", func(ctx context.Context, s retail.Store, token string) (bool, error) {
+		_, ok, err := s.RefreshSession(ctx, token, "item-x")
+		return ok, err
+	}},
+	{"AddToCart", func(ctx context.Context, s retail.Store, token string) (bool, error) {
+		return noSession(s.AddToCart(ctx, token, "item-x", 2))
+	}},
+	{"IncrementCart", func(ctx context.Context, s retail.Store, token string) (bool, error) {
+		_, err := s.IncrementCart(ctx, token, "item-x", 1)
+		return noSession(err)
+	}},
+	{"SetValue", func(ctx context.Context, s retail.Store, token string) (bool, error) {
+		return noSession(s.SetValue(ctx, token, "flash", []byte("x")))
+	}},
+}
+
+// testLogoutHolds races each racer against Logout, logoutTrials times, on
+// fresh tokens in one store. After both calls of a trial return, the token
+// must have no session, cart or value and the user no listed session, and
+// once a batch is done the store must hold no session, before and after a
+// cleaning pass that may remove everything: nothing was left half there.
+func testLogoutHolds(h *harness) {
+	for _, racer := range logoutRacers {
+		h.t.Run(racer.name, func(t *testing.T) { raceLogout(h, t, racer) })
+	}
+}
+
+func raceLogout(h *harness, t *testing.T, racer logoutRacer) {
+	const user, big = "shopper", 1 << 20
+	var (
+		ctx, s      = h.ctx, h.s
+		resurrected atomic.Int64 // trials that left the token something
+		after       atomic.Int64 // trials whose racer missed: it ran after the Logout
+		leftBehind  int          // batches after which the store held sessions
+		mu          sync.Mutex
+		example     string // the first resurrection
+	)
+	// held is what the store held before the batch: 0, unless an earlier
+	// batch (of this racer or another) left sessions that cleaning does
+	// not remove; each batch is judged by what it adds.
+	held, err := s.SessionCount(ctx)
+	if err != nil {
+		t.Fatalf("SessionCount() = %v, want nil error", err)
+	}
+	began := time.Now()
+	trials := 0
+	for b := 0; b < logoutTrials && !t.Failed() && time.Since(began) < logoutBudget; b += logoutBatch {
+		last := min(b+logoutBatch, logoutTrials) - 1
+		var wg sync.WaitGroup
+		for i := b; i <= last; i++ {
+			token := fmt.Sprintf("%s-%05d", racer.name, i)
+			wg.Go(func() {
+				if created, err := s.StartSession(ctx, token, user); err != nil || !created {
+					t.Errorf("StartSession(%q, %q) = %v, %v, want true, nil", token, user, created, err)
+					return
+				}
+				var (
+					race               sync.WaitGroup
+					ready              = make(chan struct{})
+					found              bool
+					logoutErr, raceErr error
+				)
+				race.Go(func() {
+					<-ready
+					logoutErr = s.Logout(ctx, token)
+				})
+				race.Go(func() {
+					<-ready
+					found, raceErr = racer.call(ctx, s, token)
+				})
+				close(ready)
+				race.Wait()
+				if logoutErr != nil || raceErr != nil {
+					t.Errorf("Logout(%q) = %v and concurrent %s(%q) = %v, want nil and nil or ErrNoSession",
+						token, logoutErr, racer.name, token, raceErr)
+					return
+				}
+				if !found {
+					after.Add(1)
+				}
+				left, err := leftOf(ctx, s, token)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if left != "" {
+					resurrected.Add(1)
+					mu.Lock()
+					if example == "" {
+						example = fmt.Sprintf("%s (%s found the session: %v)", left, racer.name, found)
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		trials = last + 1
+		n, err := s.SessionCount(ctx)
+		if err != nil {
+			t.Fatalf("SessionCount() = %v, want nil error", err)
+		}
+		infos, err := s.UserSessions(ctx, user)
+		if err != nil {
+			t.Fatalf("UserSessions(%q) = %v, want nil error", user, err)
+		}
+		removed, err := s.CleanSessions(ctx, 0, big)
+		if err != nil {
+			t.Fatalf("CleanSessions(0, %d) = %v, want nil error", big, err)
+		}
+		n2, err := s.SessionCount(ctx)
+		if err != nil {
+			t.Fatalf("SessionCount() = %v, want nil error", err)
+		}
+		if n > held || n2 > held || len(infos) != 0 {
+			leftBehind++
+			if leftBehind == 1 {
+				t.Logf("after trials %d..%d: SessionCount() = %d, UserSessions(%q) listed %d, then CleanSessions(0, %d) = %d, "+
+					"then SessionCount() = %d; want SessionCount() %d before and after cleaning, and none listed",
+					b, last, n, user, len(infos), big, removed, n2, held)
+			}
+		}
+		held = n2
+	}
+	if r := resurrected.Load(); r != 0 || leftBehind != 0 {
+		if example != "" {
+			example = "; the first: " + example
+		}
+		t.Errorf("Logout did not hold against a concurrent %s: %d of %d trials resurrected the session (0 allowed), "+
+			"%d of %d batches of %d left sessions that SessionCount or UserSessions saw (0 allowed)%s",
+			racer.name, r, trials, leftBehind, (trials+logoutBatch-1)/logoutBatch, logoutBatch, example)
+		return
+	}
+	if trials < logoutTrials {
+		t.Logf("ran %d of %d trials within %v", trials, logoutTrials, logoutBudget)
+	}
+	if after.Load() == 0 {
+		t.Logf("%s never ran after a Logout in %d trials: this run could not see the race", racer.name, trials)
+	}
+}
+
+// leftOf describes what token still has after its Logout, or returns "".
+func leftOf(ctx context.Context, s retail.Store, token string) (string, error) {
+	user, ok, err := s.CheckToken(ctx, token)
+	if err != nil {
+		return "", fmt.Errorf("CheckToken(%q) = %w, want nil error", token, err)
+	}
+	if ok {
+		return fmt.Sprintf("CheckToken(%q) = %q, true, want a miss", token, user), nil
+	}
+	c, err := s.Cart(ctx, token)
+	if err != nil {
+		return "", fmt.Errorf("Cart(%q) = %w, want nil error", token, err)
+	}
+	if len(c) != 0 {
+		return fmt.Sprintf("Cart(%q) = %v, want empty", token, c), nil
+	}
+	v, ok, err := s.Value(ctx, token, "flash")
+	if err != nil {
+		return "", fmt.Errorf("Value(%q, \"flash\") = %w, want nil error", token, err)
+	}
+	if ok {
+		return fmt.Sprintf("Value(%q, \"flash\") = %q, true, want a miss", token, v), nil
+	}
+	return "", nil
+}

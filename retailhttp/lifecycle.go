@@ -1,0 +1,266 @@
+package retailhttp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/internal/rules"
+)
+
+// errTokenTaken is returned if a freshly drawn token already names a
+// session: with 128 random bits it does not happen unless the Store is
+// shared with something that makes tokens of its own.
+var errTokenTaken = errors.New("retailhttp: a new token already names a session")
+
+// noSession returns the error of op called without a live session.
+func noSession(op string) error {
+	return fmt.Errorf("retailhttp: SessionManager.%s: %w", op, retail.ErrNoSession)
+}
+
+type sessionKey struct{}
+
+// requestSession is the session state of one request: the session it came
+// with, which SessionFrom reports, and its current session, which Ensure,
+// Login, Renew and Logout read and replace. mu makes those calls of one
+// request run one at a time.
+type requestSession struct {
+	came   Session
+	cameOK bool
+
+	mu    sync.Mutex
+	cur   Session
+	curOK bool
+}
+
+// WithSession returns a copy of ctx that carries s, as
+// [SessionManager.Handler] does for the requests it passes on with a
+// session. Tests of handlers can use it to fake such a request.
+func WithSession(ctx context.Context, s Session) context.Context {
+	return context.WithValue(ctx, sessionKey{}, &requestSession{came: s, cameOK: true, cur: s, curOK: true})
+}
+
+// SessionFrom returns the session that [SessionManager.Handler] (or
+// [WithSession]) put in ctx: the live session the request came with, a
+// guest's or a logged-in user's (see [Session.Guest]). A visitor without
+// one has none: ok is false.
+//
+// It keeps reporting that session for the whole request: Ensure, Login,
+// Renew and Logout return or end sessions but do not change it, so a
+// handler that calls them typically redirects, and the next request sees
+// the new session.
+func SessionFrom(ctx context.Context) (s Session, ok bool) {
+	rs, _ := ctx.Value(sessionKey{}).(*requestSession)
+	if rs == nil {
+		return Session{}, false
+	}
+	return rs.came, rs.cameOK
+}
+
+// request returns ctx's request state, or a new one, seeded with no
+// session, for a ctx that did not go through Handler.
+func request(ctx context.Context) *requestSession {
+	if rs, _ := ctx.Value(sessionKey{}).(*requestSession); rs != nil {
+		return rs
+	}
+	return &requestSession{}
+}
+
+// Ensure returns the request's session, starting a guest session if it has
+// none: [retail.Sessions.StartSession] with a new token and no user, and
+// the session cookie set on w. A handler calls it before the first action
+// that needs state, such as adding to a cart or storing a value:
+//
+//	s, err := sessions.Ensure(r.Context(), w)
+//	if err != nil { ... }
+//	_, err = store.IncrementCart(r.Context(), s.Token, item, 1)
+//
+// The request's session is the one it came with (see [SessionFrom]), or
+// the one an earlier Ensure, Login or Renew of the same request returned:
+// calling Ensure twice in a request that went through Handler starts at
+// most one session. Ensure does not ask the Store again about a session
+// the request came with; if a concurrent Logout has ended it since, the
+// Store's calls with its token fail with an error matching
+// [retail.ErrNoSession], and nothing brings it back.
+//
+// Ensure must be called before the response's header is written. If the
+// Store fails, its error is returned as the Store returned it, and no
+// cookie is set.
+func (m *SessionManager) Ensure(ctx context.Context, w http.ResponseWriter) (Session, error) {
+	rs := request(ctx)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.curOK {
+		return rs.cur, nil
+	}
+	s := Session{Token: newToken()}
+	value, err := m.cookieValue(s)
+	if err != nil {
+		return Session{}, err
+	}
+	if err := m.start(ctx, s); err != nil {
+		return Session{}, err
+	}
+	rs.cur, rs.curOK = s, true
+	m.setCookie(w, value)
+	return s, nil
+}
+
+// Login logs the request's session in as user and sets the new session
+// cookie on w. A guest's session, or user's own, moves to a new token with
+// [retail.Sessions.RenewSession]: its cart, recently viewed items and
+// values are kept, its lifetime starts again, and the old token names no
+// session once Login returns. A session of another user is logged out
+// instead (its cart is that user's), and a request without a session, or
+// whose session has ended since it began, gets a new one
+// ([retail.Sessions.StartSession]). The token is always new, never the one
+// the request came with, so a token planted in a visitor's browser before
+// login never becomes a logged-in session (no session fixation).
+//
+// The request's session is the one it came with (see [SessionFrom]), or
+// the one an earlier Ensure, Login or Renew of the same request returned.
+// Login must be called before the response's header is written, and ctx
+// keeps the old session: a handler typically redirects after it. It
+// returns an error matching [retail.ErrInvalid] if user breaks the input
+// rules (1..[retail.MaxUserLen] bytes of valid UTF-8), and the Store's
+// error as the Store returned it if the Store fails; then no cookie is
+// set, and the old session is unchanged.
+func (m *SessionManager) Login(ctx context.Context, w http.ResponseWriter, user string) (Session, error) {
+	if why := rules.User(user); why != "" {
+		return Session{}, invalid("SessionManager.Login", "user", why)
+	}
+	rs := request(ctx)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	s := Session{Token: newToken(), User: user}
+	value, err := m.cookieValue(s)
+	if err != nil {
+		return Session{}, err
+	}
+	renewed := false
+	switch {
+	case rs.curOK && rs.cur.User != "" && rs.cur.User != user:
+		// Another user's session: what it holds is theirs, not user's.
+		if err := m.store.Logout(ctx, rs.cur.Token); err != nil {
+			return Session{}, err
+		}
+	case rs.curOK:
+		renewed, err = m.store.RenewSession(ctx, rs.cur.Token, s.Token, user)
+		if err != nil {
+			return Session{}, err
+		}
+	}
+	if !renewed {
+		if err := m.start(ctx, s); err != nil {
+			return Session{}, err
+		}
+	}
+	rs.cur, rs.curOK = s, true
+	m.setCookie(w, value)
+	return s, nil
+}
+
+// Renew moves the request's session to a new token, keeping its user,
+// lifetime, cart, recently viewed items and values
+// ([retail.Sessions.RenewSession] with no user), and sets the new session
+// cookie on w; the old token names no session once Renew returns. Call it
+// at any change of privilege other than a login (which renews by itself),
+// such as after the user confirms their password.
+//
+// The request's session is the one it came with (see [SessionFrom]), or
+// the one an earlier Ensure, Login or Renew of the same request returned.
+// Without one, or if it has ended since the request began, Renew returns
+// an error matching [retail.ErrNoSession] (and clears the cookie in the
+// latter case). It must be called before the response's header is
+// written, and ctx keeps the old session, as with Login. If the Store
+// fails, its error is returned as the Store returned it, no cookie is set,
+// and the session is unchanged.
+func (m *SessionManager) Renew(ctx context.Context, w http.ResponseWriter) (Session, error) {
+	rs := request(ctx)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if !rs.curOK {
+		return Session{}, noSession("Renew")
+	}
+	s := Session{Token: newToken(), User: rs.cur.User}
+	value, err := m.cookieValue(s)
+	if err != nil {
+		return Session{}, err
+	}
+	ok, err := m.store.RenewSession(ctx, rs.cur.Token, s.Token, "")
+	if err != nil {
+		return Session{}, err
+	}
+	if !ok {
+		rs.cur, rs.curOK = Session{}, false
+		http.SetCookie(w, m.clearCookie())
+		return Session{}, noSession("Renew")
+	}
+	rs.cur = s
+	m.setCookie(w, value)
+	return s, nil
+}
+
+// Logout ends the request's session with [retail.Sessions.Logout],
+// deleting its cart, recently viewed items and values from the Store, and
+// clears the session cookie on w. Without a session it only clears the
+// cookie. Once it returns, the session is over for every request: a later
+// one with the old cookie has no session, and one that began before may
+// still see it in its context, but the Store's calls with its token find
+// no session, and nothing brings it back. It must be called before the
+// response's header is written. The cookie is cleared
+// even if the Store fails, whose error is returned as the Store returned
+// it.
+func (m *SessionManager) Logout(ctx context.Context, w http.ResponseWriter) error {
+	rs := request(ctx)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	http.SetCookie(w, m.clearCookie())
+	if !rs.curOK {
+		return nil
+	}
+	token := rs.cur.Token
+	rs.cur, rs.curOK = Session{}, false
+	return m.store.Logout(ctx, token)
+}
+
+// LogoutEverywhere ends every session of the request's user, on every
+// device, with [retail.Sessions.LogoutUser], clears the session cookie on
+// w, and returns how many sessions it ended. For a guest session it ends
+// that session, as Logout does, and returns 1; without a session it only
+// clears the cookie and returns 0. It must be called before the response's
+// header is written. The cookie is cleared even if the Store fails, whose
+// error is returned as the Store returned it.
+func (m *SessionManager) LogoutEverywhere(ctx context.Context, w http.ResponseWriter) (int, error) {
+	rs := request(ctx)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	http.SetCookie(w, m.clearCookie())
+	if !rs.curOK {
+		return 0, nil
+	}
+	s := rs.cur
+	rs.cur, rs.curOK = Session{}, false
+	if s.Guest() {
+		if err := m.store.Logout(ctx, s.Token); err != nil {
+			return 0, err
+		}
+		return 1, nil
+	}
+	return m.store.LogoutUser(ctx, s.User)
+}
+
+// start starts session s in the Store.
+func (m *SessionManager) start(ctx context.Context, s Session) error {
+	created, err := m.store.StartSession(ctx, s.Token, s.User)
+	if err != nil {
+		return err
+	}
+	if !created {
+		return errTokenTaken
+	}
+	return nil
+}
