@@ -40,20 +40,27 @@ const (
 	MaxSessionTime     = 365 * 24 * time.Hour // the longest idle timeout or lifetime
 )
 
-// CheckSessionTimes returns an error matching [ErrInvalid], naming op and
-// the option, if idle or lifetime is out of range: each must be in
-// MinDuration..MaxSessionTime. Backends call it from their constructors
-// after filling in the defaults.
-func CheckSessionTimes(op string, idle, lifetime time.Duration) error {
+// SessionTimes fills in and checks a backend's session options: a zero idle
+// timeout or lifetime becomes [DefaultIdleTimeout] or [DefaultLifetime], and
+// each must then be in MinDuration..MaxSessionTime; otherwise the error
+// matches [ErrInvalid] and names op and the option. Backend constructors
+// call it.
+func SessionTimes(op string, idle, lifetime time.Duration) (time.Duration, time.Duration, error) {
+	if idle == 0 {
+		idle = DefaultIdleTimeout
+	}
+	if lifetime == 0 {
+		lifetime = DefaultLifetime
+	}
 	for _, o := range []struct {
 		name string
 		d    time.Duration
 	}{{"IdleTimeout", idle}, {"Lifetime", lifetime}} {
 		if o.d < MinDuration || o.d > MaxSessionTime {
-			return invalid(op, o.name, "not in "+MinDuration.String()+".."+days(MaxSessionTime))
+			return 0, 0, invalid(op, o.name, "not in "+MinDuration.String()+".."+days(MaxSessionTime))
 		}
 	}
-	return nil
+	return idle, lifetime, nil
 }
 
 // The checks below are the input rules, one function a rule; the Store

@@ -409,7 +409,7 @@ func TestStore_AcceptsLimits(t *testing.T) {
 	}
 }
 
-func TestCheckSessionTimes(t *testing.T) {
+func TestSessionTimes(t *testing.T) {
 	for _, c := range []struct {
 		name           string
 		idle, lifetime time.Duration
@@ -419,22 +419,28 @@ func TestCheckSessionTimes(t *testing.T) {
 		{"Shortest", retail.MinDuration, retail.MinDuration, ""},
 		{"Longest", retail.MaxSessionTime, retail.MaxSessionTime, ""},
 		{"IdleLongerThanLifetime", time.Hour, time.Minute, ""}, // the lifetime ends it first
-		{"IdleZero", 0, time.Hour, "IdleTimeout"},
+		{"ZeroMeansDefaults", 0, 0, ""},
 		{"IdleNegative", -time.Minute, time.Hour, "IdleTimeout"},
 		{"IdleBelowMin", retail.MinDuration - 1, time.Hour, "IdleTimeout"},
 		{"IdleAboveMax", retail.MaxSessionTime + 1, time.Hour, "IdleTimeout"},
-		{"LifetimeZero", time.Minute, 0, "Lifetime"},
 		{"LifetimeNegative", time.Minute, math.MinInt64, "Lifetime"},
 		{"LifetimeBelowMin", time.Minute, retail.MinDuration - 1, "Lifetime"},
 		{"LifetimeAboveMax", time.Minute, retail.MaxSessionTime + 1, "Lifetime"},
-		{"BothBadNamesIdle", 0, 0, "IdleTimeout"},
+		{"BothBadNamesIdle", -1, -1, "IdleTimeout"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			err := retail.CheckSessionTimes("test.New", c.idle, c.lifetime)
-			call := fmt.Sprintf("CheckSessionTimes(%q, %v, %v)", "test.New", c.idle, c.lifetime)
+			idle, lifetime, err := retail.SessionTimes("test.New", c.idle, c.lifetime)
+			call := fmt.Sprintf("SessionTimes(%q, %v, %v)", "test.New", c.idle, c.lifetime)
 			if c.arg == "" {
-				if err != nil {
-					t.Errorf("%s = %v, want nil", call, err)
+				wantIdle, wantLifetime := c.idle, c.lifetime
+				if wantIdle == 0 {
+					wantIdle = retail.DefaultIdleTimeout
+				}
+				if wantLifetime == 0 {
+					wantLifetime = retail.DefaultLifetime
+				}
+				if err != nil || idle != wantIdle || lifetime != wantLifetime {
+					t.Errorf("%s = %v, %v, %v, want %v, %v, nil", call, idle, lifetime, err, wantIdle, wantLifetime)
 				}
 				return
 			}

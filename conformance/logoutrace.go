@@ -22,18 +22,22 @@ import (
 // logoutTrials is how many times each call races a Logout.
 const logoutTrials = 10_000
 
-// logoutBudget bounds how long each call races, so that a slow backend
-// under the race detector (miniredis runs a script in about half a
-// millisecond) runs fewer trials instead of timing out; it logs how many it
-// ran. Memory and real Redis stores run them all well within it.
-const logoutBudget = 10 * time.Second
+// logoutBudget bounds how long each call races (each is a behaviour of its
+// own, under its own watchdog), so that a slow backend under the race
+// detector (miniredis runs a script in about half a millisecond) runs fewer
+// trials instead of timing out; it logs how many it ran. Memory, a real
+// Redis and a real cluster run them all well within it.
+const logoutBudget = 25 * time.Second
 
 // logoutBatch trials run at once, so that a networked store pipelines them;
 // every trial of a batch has its own token.
 const logoutBatch = 16
 
 var logoutTests = []behaviour{
-	{name: "Logout_HoldsAgainstConcurrentRefreshAndCart", test: testLogoutHolds},
+	{name: "Logout_HoldsAgainstConcurrentRefreshSession", test: logoutHolds(0)},
+	{name: "Logout_HoldsAgainstConcurrentAddToCart", test: logoutHolds(1)},
+	{name: "Logout_HoldsAgainstConcurrentIncrementCart", test: logoutHolds(2)},
+	{name: "Logout_HoldsAgainstConcurrentSetValue", test: logoutHolds(3)},
 }
 
 // logoutRacer is a call raced against Logout. It reports whether it found
@@ -68,15 +72,13 @@ var logoutRacers = []logoutRacer{
 	}},
 }
 
-// testLogoutHolds races each racer against Logout, logoutTrials times, on
+// logoutHolds races logoutRacers[i] against Logout, logoutTrials times, on
 // fresh tokens in one store. After both calls of a trial return, the token
 // must have no session, cart or value and the user no listed session, and
 // once a batch is done the store must hold no session, before and after a
 // cleaning pass that may remove everything: nothing was left half there.
-func testLogoutHolds(h *harness) {
-	for _, racer := range logoutRacers {
-		h.t.Run(racer.name, func(t *testing.T) { raceLogout(h, t, racer) })
-	}
+func logoutHolds(i int) func(h *harness) {
+	return func(h *harness) { raceLogout(h, h.t, logoutRacers[i]) }
 }
 
 func raceLogout(h *harness, t *testing.T, racer logoutRacer) {
@@ -184,9 +186,7 @@ func raceLogout(h *harness, t *testing.T, racer logoutRacer) {
 			racer.name, r, trials, leftBehind, (trials+logoutBatch-1)/logoutBatch, logoutBatch, example)
 		return
 	}
-	if trials < logoutTrials {
-		t.Logf("ran %d of %d trials within %v", trials, logoutTrials, logoutBudget)
-	}
+	t.Logf("Logout against %s: %d of %d trials within %v, %d ran after the Logout, 0 resurrected", racer.name, trials, logoutTrials, logoutBudget, after.Load())
 	if after.Load() == 0 {
 		t.Logf("%s never ran after a Logout in %d trials: this run could not see the race", racer.name, trials)
 	}

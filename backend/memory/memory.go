@@ -104,13 +104,8 @@ func newDriver(opts Options) (*store, error) {
 	if opts.RecentLimit == 0 {
 		opts.RecentLimit = retail.DefaultRecentLimit
 	}
-	if opts.IdleTimeout == 0 {
-		opts.IdleTimeout = retail.DefaultIdleTimeout
-	}
-	if opts.Lifetime == 0 {
-		opts.Lifetime = retail.DefaultLifetime
-	}
-	if err := retail.CheckSessionTimes(op, opts.IdleTimeout, opts.Lifetime); err != nil {
+	var err error
+	if opts.IdleTimeout, opts.Lifetime, err = retail.SessionTimes(op, opts.IdleTimeout, opts.Lifetime); err != nil {
 		return nil, err
 	}
 	return &store{

@@ -128,13 +128,8 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 	case opts.TTLSlack < 0:
 		return nil, &retail.InputError{Op: op, Arg: "TTLSlack", Reason: "negative"}
 	}
-	if opts.IdleTimeout == 0 {
-		opts.IdleTimeout = retail.DefaultIdleTimeout
-	}
-	if opts.Lifetime == 0 {
-		opts.Lifetime = retail.DefaultLifetime
-	}
-	if err := retail.CheckSessionTimes(op, opts.IdleTimeout, opts.Lifetime); err != nil {
+	var err error
+	if opts.IdleTimeout, opts.Lifetime, err = retail.SessionTimes(op, opts.IdleTimeout, opts.Lifetime); err != nil {
 		return nil, err
 	}
 	if opts.Prefix == "" {
