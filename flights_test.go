@@ -183,7 +183,7 @@ func TestPageCache_FetchWaitersOwnTheirPages(t *testing.T) {
 		if errs[i] != nil {
 			t.Errorf("caller %d: Fetch = %v, want nil error", i, errs[i])
 		}
-		if diff := cmp.Diff(want, pages[i]); diff != "" {
+		if diff := cmp.Diff(want, pages[i], equatePages); diff != "" {
 			t.Errorf("caller %d: Fetch page mismatch (-want +got):\n%s", i, diff)
 		}
 	}
@@ -195,7 +195,7 @@ func TestPageCache_FetchWaitersOwnTheirPages(t *testing.T) {
 	pages[0].Header["Vary"][0] = "changed"
 	pages[0].Header["Added"] = []string{"x"}
 	for i := 1; i < callers; i++ {
-		if diff := cmp.Diff(want, pages[i]); diff != "" {
+		if diff := cmp.Diff(want, pages[i], equatePages); diff != "" {
 			t.Errorf("caller %d: page changed with caller 0's (-want +got):\n%s", i, diff)
 		}
 	}

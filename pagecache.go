@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strings"
+	"slices"
 	"time"
 )
 
@@ -31,13 +31,41 @@ type PageCacheOptions struct {
 	// deciding whether the page at a URL may be cached. The limits of the
 	// page key still apply on top of it.
 	Cacheable func(ctx context.Context, u *url.URL) (bool, error)
+
+	// Hosts are the names the site answers to. A request whose host
+	// (lowercased, without a trailing dot or the default port :80 or
+	// :443) is one of them is cached under Hosts[0], so that www.shop.test
+	// and shop.test share entries; a request for any other host is served
+	// but not cached. If Hosts is empty the host is not part of the key:
+	// every host is taken to be one site. Set it on a server that answers
+	// to more than one site, or to any Host header a client sends.
+	Hosts []string
+
+	// TrackingParams are query parameters left out of the key, such as
+	// the ad and mail campaign tags that make every visit's URL unique; an
+	// entry ending in "*" names every parameter with that prefix.
+	// DefaultTrackingParams if nil; none if empty but not nil.
+	TrackingParams []string
+
+	// Params are the query parameters, beside "item", that tell pages
+	// apart; none by default. A request with any other parameter (that is
+	// not a tracking parameter) is served but not cached, so that junk
+	// query strings cannot fill the cache. "_" marks a dynamic page and
+	// is never cached unless it is listed here and Cacheable allows it.
+	Params []string
+
+	// Clock tells the cache the time, for the age and remaining lifetime
+	// of the pages it serves; SystemClock if nil. Give it the Store's
+	// clock.
+	Clock Clock
 }
 
 // PageCache decides which pages are cached and caches them in a Store: the
 // book's can_cache and cache_request. Every entry it stores is a
-// [CachedPage] (status, header and body) under the key [PageKey]("GET", u),
-// whichever of its methods stored it, so [PageCache.CacheRequest] and an
-// HTTP middleware built on [PageCache.Fetch] share one cache.
+// [CachedPage] (status, header, body, and when it was stored and expires)
+// under the key [PageCache.Key] gives for u, whichever of its methods
+// stored it, so [PageCache.CacheRequest] and an HTTP middleware built on
+// [PageCache.Fetch] share one cache.
 //
 // A PageCache is safe for concurrent use. Concurrent misses for one page on
 // the same PageCache render once, so a server keeps one PageCache.
@@ -47,11 +75,14 @@ type PageCache struct {
 		Views
 	}
 	opts    PageCacheOptions
-	flights flights // the renders in progress, by page key
+	hosts   map[string]bool // the normalised Hosts option
+	params  map[string]bool // "item" and the Params option
+	flights flights         // the renders in progress, by page key
 }
 
 // NewPageCache returns a page cache over s. It returns an error matching
-// [ErrInvalid] if s is nil or an option is out of range.
+// [ErrInvalid] if s is nil, an option is out of range or a name in Hosts
+// is empty.
 func NewPageCache(s interface {
 	Pages
 	Views
@@ -72,17 +103,46 @@ func NewPageCache(s interface {
 	if err := checkNotNegative(op, "MaxRank", opts.MaxRank); err != nil {
 		return nil, err
 	}
-	return &PageCache{store: s, opts: opts}, nil
+	if opts.Clock == nil {
+		opts.Clock = SystemClock{}
+	}
+	if opts.TrackingParams == nil {
+		opts.TrackingParams = DefaultTrackingParams
+	}
+	opts.TrackingParams = slices.Clone(opts.TrackingParams)
+	c := &PageCache{store: s, hosts: make(map[string]bool), params: map[string]bool{"item": true}}
+	opts.Hosts = slices.Clone(opts.Hosts)
+	for i, h := range opts.Hosts {
+		h = normalHost(h)
+		if h == "" {
+			return nil, invalid(op, "Hosts", "an empty host")
+		}
+		opts.Hosts[i] = h
+		c.hosts[h] = true
+	}
+	for _, p := range opts.Params {
+		c.params[p] = true
+	}
+	c.opts = opts
+	return c, nil
 }
 
 // TTL returns how long the cache keeps a page.
 func (c *PageCache) TTL() time.Duration { return c.opts.TTL }
 
-// CanCache reports whether the page at u may be cached: by the Cacheable
-// option if it is set, otherwise by the book's rule (see [CanCache]) with
-// the MaxRank option. Errors from the Store are returned as the Store
-// returned them; errors from Cacheable are wrapped.
+// Now returns the time by the cache's clock (the Clock option), the time
+// that [CachedPage.Stored] and [CachedPage.Expires] are measured by.
+func (c *PageCache) Now() time.Time { return c.opts.Clock.Now() }
+
+// CanCache reports whether the page at u may be cached: it must have a
+// key (see [PageCache.Key]), and be allowed by the Cacheable option if it
+// is set, otherwise by the book's rule (see [CanCache]) with the MaxRank
+// option. Errors from the Store are returned as the Store returned them;
+// errors from Cacheable are wrapped.
 func (c *PageCache) CanCache(ctx context.Context, u *url.URL) (bool, error) {
+	if _, ok := c.Key(u); !ok {
+		return false, nil
+	}
 	if c.opts.Cacheable != nil {
 		ok, err := c.opts.Cacheable(ctx, u)
 		if err != nil {
@@ -94,12 +154,13 @@ func (c *PageCache) CanCache(ctx context.Context, u *url.URL) (bool, error) {
 }
 
 // Lookup returns the page cached for u, without rendering and without
-// asking CanCache. A miss, an expired page, a URL whose key breaks the page
-// key rule and an entry that does not decode all give ok == false and a nil
-// error. The page belongs to the caller.
+// asking CanCache. A miss, an expired page, a URL without a key (see
+// [PageCache.Key]) and an entry that does not decode (such as one stored
+// in an older format) all give ok == false and a nil error. The page
+// belongs to the caller.
 func (c *PageCache) Lookup(ctx context.Context, u *url.URL) (p *CachedPage, ok bool, err error) {
-	key := PageKey("GET", u)
-	if checkPageKey("", key) != nil {
+	key, ok := c.Key(u)
+	if !ok {
 		return nil, false, nil
 	}
 	return c.lookup(ctx, key)
@@ -119,6 +180,12 @@ func (c *PageCache) lookup(ctx context.Context, key string) (*CachedPage, bool, 
 // caller has decided that u may be cached. hit reports whether the page
 // came from the cache or from a concurrent render of the same page.
 //
+// A page that Fetch stores gets its Stored and Expires times, by the Clock
+// option and the TTL option, and a strong ETag header computed from its
+// body unless it has one; the page returned to the caller that rendered
+// it and to the waiting calls is the stored one. A page that is not
+// stored is returned as render returned it.
+//
 // render returns the page to cache and share, or a nil page and a nil
 // error for a page that it rendered but that must be neither cached nor
 // shared (it turned out personal, or it was already sent to a client).
@@ -130,19 +197,19 @@ func (c *PageCache) lookup(ctx context.Context, key string) (*CachedPage, bool, 
 // panic propagates to the call that ran it and the waiting calls get an
 // error. render runs on the goroutine that called Fetch.
 //
-// A page whose key breaks the page key rule (for example by being longer
-// than [MaxPageKeyLen]), or whose entry would be longer than [MaxPageSize]
+// A page without a key (see [PageCache.Key]), or whose entry would be
+// longer than [MaxPageSize]
 // or cannot be encoded (a header line holding a newline), is rendered and
 // returned but not cached. A failure to read the cache is returned without
 // rendering. If rendering succeeded but caching failed, Fetch returns the
 // page together with the error. The page belongs to the caller.
 func (c *PageCache) Fetch(ctx context.Context, u *url.URL, render func(context.Context) (*CachedPage, error)) (p *CachedPage, hit bool, err error) {
-	key := PageKey("GET", u)
-	if checkPageKey("", key) != nil {
+	key, ok := c.Key(u)
+	if !ok {
 		p, err := render(ctx)
 		return p, false, err
 	}
-	p, ok, err := c.lookup(ctx, key)
+	p, ok, err = c.lookup(ctx, key)
 	if err != nil {
 		return nil, false, err
 	}
@@ -249,47 +316,16 @@ func (c *PageCache) fill(ctx context.Context, key string, render func(context.Co
 	if err != nil || p == nil {
 		return nil, false, err
 	}
-	data, ok := p.encode()
+	now := c.Now()
+	stored := p.stamped(now, now.Add(c.opts.TTL))
+	data, ok := stored.encode()
 	if !ok || len(data) > MaxPageSize {
 		return p, false, nil
 	}
 	if err := c.store.SetPage(ctx, key, data, c.opts.TTL); err != nil {
 		return p, false, err
 	}
-	return p, false, nil
-}
-
-// PageKey returns the canonical cache key of a request: the method, a space,
-// the lowercased host, the escaped path ("/" if empty) and, if the query is
-// not empty, "?" and the query with its keys sorted and each key's values in
-// their original order, e.g. "GET test.com/?a=1&item=x". The scheme, user
-// information and fragment are not part of the key. Requests that differ
-// only in query order or host case share a key. [PageCache] stores every
-// page under PageKey("GET", u).
-//
-// A query that does not parse is kept as it was sent. Such a key never
-// equals the key of a query that parses, because the canonical encoding
-// never contains what makes a query unparsable (a bad escape, a ";", too
-// many parameters); [CanCache] refuses such pages anyway.
-func PageKey(method string, u *url.URL) string {
-	var b strings.Builder
-	b.WriteString(method)
-	b.WriteByte(' ')
-	b.WriteString(strings.ToLower(u.Host))
-	if p := u.EscapedPath(); p != "" {
-		b.WriteString(p)
-	} else {
-		b.WriteByte('/')
-	}
-	query := u.RawQuery
-	if q, err := url.ParseQuery(query); err == nil {
-		query = q.Encode()
-	}
-	if query != "" {
-		b.WriteByte('?')
-		b.WriteString(query)
-	}
-	return b.String()
+	return stored, false, nil
 }
 
 // CanCache reports whether the page at u may be cached under the book's

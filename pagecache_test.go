@@ -79,10 +79,18 @@ func newPageCache(t *testing.T, s interface {
 	return c
 }
 
-// hasPage reports whether s caches a page for u.
+// defaultKey is the key of u under a PageCache's default options (no
+// Hosts): PageKey without the host. It is meant for URLs without tracking
+// parameters, which Key would drop.
+func defaultKey(u *url.URL) string {
+	return retail.PageKey(http.MethodGet, &url.URL{Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery})
+}
+
+// hasPage reports whether s caches a page for u under a PageCache's
+// default options.
 func hasPage(t *testing.T, s retail.Pages, u *url.URL) bool {
 	t.Helper()
-	key := retail.PageKey(http.MethodGet, u)
+	key := defaultKey(u)
 	_, ok, err := s.Page(context.Background(), key)
 	if err != nil {
 		t.Fatalf("Page(%q) = %v", key, err)
@@ -167,8 +175,8 @@ func TestPageCache_RendersPagesWithOverlongKeys(t *testing.T) {
 	c := newPageCache(t, s, retail.PageCacheOptions{})
 	raw := "http://test.com/" + strings.Repeat("p", retail.MaxPageKeyLen) + "?item=itemX"
 	u := mustParse(t, raw)
-	if ok, err := c.CanCache(ctx, u); !ok || err != nil {
-		t.Fatalf("CanCache(long URL) = %v, %v, want true, nil", ok, err)
+	if ok, err := c.CanCache(ctx, u); ok || err != nil {
+		t.Fatalf("CanCache(long URL) = %v, %v, want false, nil: the key would be too long", ok, err)
 	}
 	r := &renderer{body: "page"}
 	for i := range 2 {
@@ -352,7 +360,7 @@ func TestPageCache_ReturnsBodyWhenCachingFails(t *testing.T) {
 	if !errors.Is(err, errWrite) || hit {
 		t.Errorf("Fetch = _, %v, %v, want the page, false, %v", hit, err, errWrite)
 	}
-	if diff := cmp.Diff(want, p); diff != "" {
+	if diff := cmp.Diff(want, p, equatePages); diff != "" {
 		t.Errorf("Fetch page mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -484,5 +492,138 @@ func TestPageKey_Canonical(t *testing.T) {
 		if got := retail.PageKey(tc.method, mustParse(t, tc.url)); got != tc.want {
 			t.Errorf("PageKey(%q, %q) = %q, want %q", tc.method, tc.url, got, tc.want)
 		}
+	}
+}
+
+// pageWriteCounter counts the pages written to a Store.
+type pageWriteCounter struct {
+	*memory.Store
+	writes atomic.Int64
+}
+
+func (s *pageWriteCounter) SetPage(ctx context.Context, key string, data []byte, ttl time.Duration) error {
+	s.writes.Add(1)
+	return s.Store.SetPage(ctx, key, data, ttl)
+}
+
+func TestPageCache_TrackingParametersShareAnEntry(t *testing.T) {
+	ctx := context.Background()
+	ms, _ := newRankedStore(t)
+	s := &pageWriteCounter{Store: ms}
+	c := newPageCache(t, s, retail.PageCacheOptions{})
+	r := &renderer{body: "itemX"}
+	for i, raw := range []string{
+		"http://test.com/?item=itemX&utm_source=a",
+		"http://test.com/?utm_source=b&item=itemX&utm_medium=mail",
+		"http://test.com/?item=itemX&gclid=x",
+		"http://test.com/?item=itemX",
+	} {
+		body, hit, err := c.CacheRequest(ctx, mustParse(t, raw), r.render)
+		if want := (served{"itemX", i > 0}); err != nil || (served{string(body), hit}) != want {
+			t.Errorf("CacheRequest(%s) = %q, %v, %v, want %q, %v, nil", raw, body, hit, err, want.Body, want.Hit)
+		}
+	}
+	if got := s.writes.Load(); got != 1 {
+		t.Errorf("SetPage calls = %d, want 1", got)
+	}
+}
+
+func TestPageCache_UnknownParametersAreNotCached(t *testing.T) {
+	ctx := context.Background()
+	ms, _ := newRankedStore(t)
+	s := &pageWriteCounter{Store: ms}
+	c := newPageCache(t, s, retail.PageCacheOptions{})
+	r := &renderer{body: "itemX"}
+	const n = 300
+	for i := range n {
+		u := mustParse(t, fmt.Sprintf("http://test.com/?item=itemX&junk=%d", i))
+		if body, hit, err := c.CacheRequest(ctx, u, r.render); err != nil || hit || string(body) != "itemX" {
+			t.Fatalf("CacheRequest(%s) = %q, %v, %v, want %q, false, nil", u, body, hit, err, "itemX")
+		}
+	}
+	if got := s.writes.Load(); got != 0 {
+		t.Errorf("SetPage calls after %d junk queries = %d, want 0", n, got)
+	}
+	if got := r.calls.Load(); got != n {
+		t.Errorf("render calls = %d, want %d", got, n)
+	}
+}
+
+func TestPageCache_Key(t *testing.T) {
+	s, _ := newStore(t)
+	sites := []string{"Shop.Test", "www.shop.test.", "shop.test:8080"}
+	for _, tc := range []struct {
+		name string
+		opts retail.PageCacheOptions
+		url  string
+		want string // "" for ok == false
+	}{
+		{"NoHostsLeavesHostOut", retail.PageCacheOptions{}, "http://any.test/p?item=x", "GET /p?item=x"},
+		{"NoHostsEmptyPath", retail.PageCacheOptions{}, "http://any.test?item=x", "GET /?item=x"},
+		{"HostCase", retail.PageCacheOptions{Hosts: sites}, "http://SHOP.test/?item=x", "GET shop.test/?item=x"},
+		{"HostDefaultPort", retail.PageCacheOptions{Hosts: sites}, "http://shop.test:80/?item=x", "GET shop.test/?item=x"},
+		{"HostTLSPort", retail.PageCacheOptions{Hosts: sites}, "https://shop.test:443/?item=x", "GET shop.test/?item=x"},
+		{"HostTrailingDot", retail.PageCacheOptions{Hosts: sites}, "http://shop.test./?item=x", "GET shop.test/?item=x"},
+		{"HostAlias", retail.PageCacheOptions{Hosts: sites}, "http://www.shop.test/?item=x", "GET shop.test/?item=x"},
+		{"HostAliasWithPort", retail.PageCacheOptions{Hosts: sites}, "http://shop.test:8080/?item=x", "GET shop.test/?item=x"},
+		{"UnknownHost", retail.PageCacheOptions{Hosts: sites}, "http://evil.test/?item=x", ""},
+		{"UnknownPort", retail.PageCacheOptions{Hosts: sites}, "http://shop.test:8081/?item=x", ""},
+		{"TrackingDropped", retail.PageCacheOptions{}, "http://a.test/?utm_campaign=z&item=x&fbclid=1&_ga=2", "GET /?item=x"},
+		{"OnlyTracking", retail.PageCacheOptions{}, "http://a.test/about?gclid=1", "GET /about"},
+		{"UnknownParam", retail.PageCacheOptions{}, "http://a.test/?item=x&junk=1", ""},
+		{"DynamicMarker", retail.PageCacheOptions{}, "http://a.test/?item=x&_=1", ""},
+		{"BadQuery", retail.PageCacheOptions{}, "http://a.test/?item=%zz", ""},
+		{"NoTracking", retail.PageCacheOptions{TrackingParams: []string{}}, "http://a.test/?item=x&utm_source=a", ""},
+		{"OwnTracking", retail.PageCacheOptions{TrackingParams: []string{"ref", "src_*"}}, "http://a.test/?item=x&ref=1&src_a=2", "GET /?item=x"},
+		{"OwnTrackingReplacesDefault", retail.PageCacheOptions{TrackingParams: []string{"ref"}}, "http://a.test/?item=x&gclid=1", ""},
+		{"ParamsKeptAndSorted", retail.PageCacheOptions{Params: []string{"page", "color"}}, "http://a.test/list?page=2&utm_source=a&color=red&color=blue", "GET /list?color=red&color=blue&page=2"},
+		{"TooLong", retail.PageCacheOptions{}, "http://a.test/" + strings.Repeat("p", retail.MaxPageKeyLen), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newPageCache(t, s, tc.opts)
+			key, ok := c.Key(mustParse(t, tc.url))
+			if key != tc.want || ok != (tc.want != "") {
+				t.Errorf("Key(%.60s) = %q, %v, want %q, %v", tc.url, key, ok, tc.want, tc.want != "")
+			}
+		})
+	}
+}
+
+// TestPageCache_HostsShareEntries caches a page through one name of the
+// site and serves it through the others, and renders pages for other
+// hosts without caching them.
+func TestPageCache_HostsShareEntries(t *testing.T) {
+	ctx := context.Background()
+	ms, _ := newRankedStore(t)
+	s := &pageWriteCounter{Store: ms}
+	c := newPageCache(t, s, retail.PageCacheOptions{Hosts: []string{"shop.test", "www.shop.test"}})
+	r := &renderer{body: "itemX"}
+	for i, host := range []string{"shop.test", "WWW.shop.test:443", "shop.test."} {
+		u := mustParse(t, "https://"+host+"/?item=itemX")
+		if body, hit, err := c.CacheRequest(ctx, u, r.render); err != nil || hit != (i > 0) || string(body) != "itemX" {
+			t.Errorf("CacheRequest(%s) = %q, %v, %v, want %q, %v, nil", u, body, hit, err, "itemX", i > 0)
+		}
+	}
+	for range 2 {
+		u := mustParse(t, "http://other.test/?item=itemX")
+		if ok, err := c.CanCache(ctx, u); ok || err != nil {
+			t.Errorf("CanCache(%s) = %v, %v, want false, nil", u, ok, err)
+		}
+		if body, hit, err := c.CacheRequest(ctx, u, r.render); err != nil || hit || string(body) != "itemX" {
+			t.Errorf("CacheRequest(%s) = %q, %v, %v, want %q, false, nil", u, body, hit, err, "itemX")
+		}
+	}
+	if got := s.writes.Load(); got != 1 {
+		t.Errorf("SetPage calls = %d, want 1", got)
+	}
+}
+
+func TestNewPageCache_RejectsEmptyHosts(t *testing.T) {
+	s, _ := newStore(t)
+	opts := retail.PageCacheOptions{Hosts: []string{"shop.test", ""}}
+	c, err := retail.NewPageCache(s, opts)
+	wantInputError(t, "NewPageCache(Hosts with an empty name)", err, "NewPageCache", "Hosts")
+	if c != nil {
+		t.Errorf("NewPageCache(Hosts with an empty name) returned a cache with its error")
 	}
 }

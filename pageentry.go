@@ -2,10 +2,13 @@ package retail
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // CachedPage is a page as [PageCache] keeps it: a response's status, header
@@ -15,6 +18,12 @@ type CachedPage struct {
 	Status int                 // an HTTP status; 200 for the pages CacheRequest caches
 	Header map[string][]string // may be nil
 	Body   []byte
+
+	// Stored and Expires are when the page was cached and when it stops
+	// being served, by the PageCache's clock, at millisecond resolution.
+	// [PageCache.Fetch] sets them when it stores a page; they are zero on
+	// a page that was not stored.
+	Stored, Expires time.Time
 }
 
 // clone returns a deep copy of p, or nil if p is nil.
@@ -26,18 +35,44 @@ func (p *CachedPage) clone() *CachedPage {
 	for k, vs := range p.Header {
 		h[k] = slices.Clone(vs)
 	}
-	return &CachedPage{Status: p.Status, Header: h, Body: bytes.Clone(p.Body)}
+	return &CachedPage{Status: p.Status, Header: h, Body: bytes.Clone(p.Body), Stored: p.Stored, Expires: p.Expires}
+}
+
+// stamped returns a copy of p to store at stored until expires, with a
+// strong ETag header computed from its body unless p has one. The body
+// and header values are shared with p.
+func (p *CachedPage) stamped(stored, expires time.Time) *CachedPage {
+	q := *p
+	q.Header = maps.Clone(p.Header)
+	if q.Header == nil {
+		q.Header = make(map[string][]string, 1)
+	}
+	if _, ok := q.Header["Etag"]; !ok {
+		q.Header["Etag"] = []string{bodyETag(p.Body)}
+	}
+	q.Stored = stored.Truncate(time.Millisecond)
+	q.Expires = expires.Truncate(time.Millisecond)
+	return &q
+}
+
+// bodyETag returns a strong entity tag for body: the quoted base64url of
+// the first 16 bytes of its SHA-256, so that equal bodies get equal tags
+// whichever server rendered them.
+func bodyETag(body []byte) string {
+	sum := sha256.Sum256(body)
+	return `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`
 }
 
 // pageFormat starts every stored entry. The format is
 //
-//	retail-page/1 STATUS\n
+//	retail-page/2 STATUS STORED_MS EXPIRES_MS\n
 //	Key: value\n        (one line a value, keys sorted)
 //	\n
 //	body
 //
-// A later format changes the version, so that old entries miss.
-const pageFormat = "retail-page/1 "
+// where STORED_MS and EXPIRES_MS are Unix times in milliseconds. A later
+// format changes the version, so that old entries miss.
+const pageFormat = "retail-page/2 "
 
 // encode returns p's entry, or ok == false if p cannot be stored: a status
 // outside 200..599, or a header line that would not read back the same.
@@ -49,6 +84,10 @@ func (p *CachedPage) encode() (data []byte, ok bool) {
 	b.Grow(len(p.Body) + 256)
 	b.WriteString(pageFormat)
 	b.WriteString(strconv.Itoa(p.Status))
+	b.WriteByte(' ')
+	b.WriteString(strconv.FormatInt(p.Stored.UnixMilli(), 10))
+	b.WriteByte(' ')
+	b.WriteString(strconv.FormatInt(p.Expires.UnixMilli(), 10))
 	b.WriteByte('\n')
 	for _, k := range slices.Sorted(maps.Keys(p.Header)) {
 		if !headerKeyOK(k) {
@@ -82,14 +121,26 @@ func decodePage(data []byte) (*CachedPage, bool) {
 		return nil, false
 	}
 	line, rest, ok := bytes.Cut(rest, []byte{'\n'})
-	if !ok || len(line) != 3 {
+	if !ok {
 		return nil, false
 	}
-	status, err := strconv.Atoi(string(line))
+	fields := strings.Split(string(line), " ")
+	if len(fields) != 3 || len(fields[0]) != 3 {
+		return nil, false
+	}
+	status, err := strconv.Atoi(fields[0])
 	if err != nil || status < 200 || status > 599 {
 		return nil, false
 	}
-	p := &CachedPage{Status: status, Header: make(map[string][]string)}
+	stored, ok := decodeMilli(fields[1])
+	if !ok {
+		return nil, false
+	}
+	expires, ok := decodeMilli(fields[2])
+	if !ok {
+		return nil, false
+	}
+	p := &CachedPage{Status: status, Header: make(map[string][]string), Stored: stored, Expires: expires}
 	for {
 		line, rest, ok = bytes.Cut(rest, []byte{'\n'})
 		if !ok {
@@ -106,4 +157,13 @@ func decodePage(data []byte) (*CachedPage, bool) {
 	}
 	p.Body = rest
 	return p, true
+}
+
+// decodeMilli reads a time that encode wrote, in its one spelling.
+func decodeMilli(s string) (time.Time, bool) {
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || strconv.FormatInt(ms, 10) != s {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms).UTC(), true
 }

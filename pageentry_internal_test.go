@@ -2,7 +2,9 @@ package retail
 
 import (
 	"bytes"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -14,13 +16,13 @@ import (
 // FuzzPageEntry_RoundTrip builds a page from the fuzzer's values: if it can
 // be encoded, it must decode to the same page.
 func FuzzPageEntry_RoundTrip(f *testing.F) {
-	f.Add(200, "Content-Type", "text/html", "Vary", "Cookie", []byte("<p>body</p>"))
-	f.Add(404, "A", "", "B", "x: y", []byte("\n\nretail-page/1 200\n\n"))
-	f.Add(599, "X", "  spaces  ", "X", "second", []byte{})
-	f.Add(199, "A", "a\nb", "B", "b\rc", []byte(nil))
-	f.Add(200, "A:B", "v", "", "v", []byte("b"))
-	f.Fuzz(func(t *testing.T, status int, k1, v1, k2, v2 string, body []byte) {
-		p := &CachedPage{Status: status, Header: map[string][]string{}, Body: body}
+	f.Add(200, "Content-Type", "text/html", "Vary", "Cookie", []byte("<p>body</p>"), int64(1735689600000), int64(1735689900000))
+	f.Add(404, "A", "", "B", "x: y", []byte("\n\nretail-page/2 200 0 0\n\n"), int64(0), int64(0))
+	f.Add(599, "X", "  spaces  ", "X", "second", []byte{}, int64(-1), int64(math.MaxInt64/1000))
+	f.Add(199, "A", "a\nb", "B", "b\rc", []byte(nil), int64(1), int64(2))
+	f.Add(200, "A:B", "v", "", "v", []byte("b"), int64(math.MinInt64/1000), int64(0))
+	f.Fuzz(func(t *testing.T, status int, k1, v1, k2, v2 string, body []byte, stored, expires int64) {
+		p := &CachedPage{Status: status, Header: map[string][]string{}, Body: body, Stored: time.UnixMilli(stored), Expires: time.UnixMilli(expires)}
 		p.Header[k1] = append(p.Header[k1], v1)
 		p.Header[k2] = append(p.Header[k2], v2)
 		data, ok := p.encode()
@@ -41,11 +43,12 @@ func FuzzPageEntry_RoundTrip(f *testing.F) {
 // panic, and whatever it accepts must encode, and decode again to the same
 // page.
 func FuzzPageEntry_Decode(f *testing.F) {
-	f.Add([]byte("retail-page/1 200\nA: 1\nB: 2\n\nbody"))
+	f.Add([]byte("retail-page/2 200 1735689600000 1735689900000\nA: 1\nB: 2\n\nbody"))
+	f.Add([]byte("retail-page/2 200 0 0\n\n"))
+	f.Add([]byte("retail-page/2 404 -5 7\nA: \nA: x: y\n\n\n\n"))
+	f.Add([]byte("retail-page/2 20 0 0\n\n"))
+	f.Add([]byte("retail-page/2 200 0 0\nNoColon\n\n"))
 	f.Add([]byte("retail-page/1 200\n\n"))
-	f.Add([]byte("retail-page/1 404\nA: \nA: x: y\n\n\n\n"))
-	f.Add([]byte("retail-page/1 20\n\n"))
-	f.Add([]byte("retail-page/1 200\nNoColon\n\n"))
 	f.Add([]byte(""))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, ok := decodePage(data)

@@ -3,10 +3,14 @@ package retail_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -17,8 +21,22 @@ import (
 // PageCache.Fetch, PageCache.Lookup and PageCache.CacheRequest.
 
 // equatePages compares pages as a user reads them: a nil header or body is
-// an empty one.
-var equatePages = cmpopts.EquateEmpty()
+// an empty one. It leaves out what Fetch adds to a page it stores (the
+// times and the ETag), which TestPageCache_FetchStampsStoredPages checks.
+var equatePages = cmp.Options{
+	cmpopts.EquateEmpty(),
+	cmp.Transformer("unstamped", unstamped),
+}
+
+// unstamped returns p without what Fetch adds when it stores a page.
+func unstamped(p retail.CachedPage) retail.CachedPage {
+	p.Stored, p.Expires = time.Time{}, time.Time{}
+	if _, ok := p.Header["Etag"]; ok {
+		p.Header = maps.Clone(p.Header)
+		delete(p.Header, "Etag")
+	}
+	return p
+}
 
 // pageRenderer is a Fetch render callback that counts its calls and
 // returns a copy of page each time.
@@ -47,11 +65,11 @@ func clonePage(p *retail.CachedPage) *retail.CachedPage {
 	return c
 }
 
-// setRawPage stores data under u's page key directly in the Store, as an
-// entry the PageCache did not write.
+// setRawPage stores data under u's key (by a PageCache's default options)
+// directly in the Store, as an entry the PageCache did not write.
 func setRawPage(t *testing.T, s retail.Pages, u string, data string) {
 	t.Helper()
-	key := retail.PageKey("GET", mustParse(t, u))
+	key := defaultKey(mustParse(t, u))
 	if err := s.SetPage(context.Background(), key, []byte(data), retail.DefaultPageTTL); err != nil {
 		t.Fatalf("SetPage(%q) = %v", key, err)
 	}
@@ -86,7 +104,7 @@ func TestPageCache_FetchCachesAndServesPages(t *testing.T) {
 		if err != nil || hit != wantHit {
 			t.Errorf("call %d: Fetch(%s) = _, %v, %v, want hit %v, nil", i+1, raw, hit, err, wantHit)
 		}
-		if diff := cmp.Diff(want, p); diff != "" {
+		if diff := cmp.Diff(want, p, equatePages); diff != "" {
 			t.Errorf("call %d: Fetch(%s) page mismatch (-want +got):\n%s", i+1, raw, diff)
 		}
 	}
@@ -94,7 +112,7 @@ func TestPageCache_FetchCachesAndServesPages(t *testing.T) {
 		t.Errorf("render calls = %d, want 1", got)
 	}
 	p, ok := lookup(t, c, raw)
-	if diff := cmp.Diff(want, p); !ok || diff != "" {
+	if diff := cmp.Diff(want, p, equatePages); !ok || diff != "" {
 		t.Errorf("Lookup(%s) = _, %v, want the page, true; page mismatch (-want +got):\n%s", raw, ok, diff)
 	}
 
@@ -102,7 +120,7 @@ func TestPageCache_FetchCachesAndServesPages(t *testing.T) {
 	p.Body[0] = 'X'
 	p.Header["Vary"][0] = "changed"
 	p.Header["Added"] = []string{"x"}
-	if again, _ := lookup(t, c, raw); !cmp.Equal(want, again) {
+	if again, _ := lookup(t, c, raw); !cmp.Equal(want, again, equatePages) {
 		t.Errorf("Lookup(%s) after changing an earlier result = %+v, want %+v", raw, again, want)
 	}
 }
@@ -193,7 +211,7 @@ func TestPageCache_UnencodablePagesAreNotStored(t *testing.T) {
 				if err != nil || hit {
 					t.Errorf("call %d: Fetch = _, %v, %v, want the page, false, nil", i+1, hit, err)
 				}
-				if diff := cmp.Diff(page, p); diff != "" {
+				if diff := cmp.Diff(page, p, equatePages); diff != "" {
 					t.Errorf("call %d: Fetch page mismatch (-rendered +got):\n%s", i+1, diff)
 				}
 			}
@@ -217,19 +235,27 @@ func TestPageCache_UndecodableEntriesMissAndAreReplaced(t *testing.T) {
 	for name, data := range map[string]string{
 		"Empty":            "",
 		"RawBody":          "<html>a body cached before entries had a format</html>",
-		"LaterVersion":     "retail-page/2 200\n\nbody",
-		"NoStatusLine":     "retail-page/1 ",
-		"NoHeaderEnd":      "retail-page/1 200\nA: 1\n",
-		"ShortStatus":      "retail-page/1 20\n\nbody",
-		"LongStatus":       "retail-page/1 2000\n\nbody",
-		"StatusNotANumber": "retail-page/1 abc\n\nbody",
-		"StatusSigned":     "retail-page/1 +20\n\nbody",
-		"StatusPlusSign":   "retail-page/1 +200\n\nbody",
-		"StatusLeadZero":   "retail-page/1 0200\n\nbody",
-		"StatusOutOfRange": "retail-page/1 700\n\nbody",
-		"HeaderNoColon":    "retail-page/1 200\nNoColon\n\nbody",
-		"HeaderEmptyKey":   "retail-page/1 200\n: v\n\nbody",
-		"HeaderSpaceInKey": "retail-page/1 200\nA B: v\n\nbody",
+		"Version1":         "retail-page/1 200\nA: 1\n\nbody",
+		"LaterVersion":     "retail-page/3 200 0 0\n\nbody",
+		"NoStatusLine":     "retail-page/2 ",
+		"NoTimes":          "retail-page/2 200\n\nbody",
+		"OneTime":          "retail-page/2 200 0\n\nbody",
+		"FourFields":       "retail-page/2 200 0 0 0\n\nbody",
+		"TimeNotANumber":   "retail-page/2 200 x 0\n\nbody",
+		"TimeLeadZero":     "retail-page/2 200 0 01\n\nbody",
+		"TimePlusSign":     "retail-page/2 200 +1 0\n\nbody",
+		"DoubleSpace":      "retail-page/2 200  0 0\n\nbody",
+		"NoHeaderEnd":      "retail-page/2 200 0 0\nA: 1\n",
+		"ShortStatus":      "retail-page/2 20 0 0\n\nbody",
+		"LongStatus":       "retail-page/2 2000 0 0\n\nbody",
+		"StatusNotANumber": "retail-page/2 abc 0 0\n\nbody",
+		"StatusSigned":     "retail-page/2 +20 0 0\n\nbody",
+		"StatusPlusSign":   "retail-page/2 +200 0 0\n\nbody",
+		"StatusLeadZero":   "retail-page/2 0200 0 0\n\nbody",
+		"StatusOutOfRange": "retail-page/2 700 0 0\n\nbody",
+		"HeaderNoColon":    "retail-page/2 200 0 0\nNoColon\n\nbody",
+		"HeaderEmptyKey":   "retail-page/2 200 0 0\n: v\n\nbody",
+		"HeaderSpaceInKey": "retail-page/2 200 0 0\nA B: v\n\nbody",
 	} {
 		t.Run(name, func(t *testing.T) {
 			raw := "http://test.com/?item=" + name
@@ -239,10 +265,10 @@ func TestPageCache_UndecodableEntriesMissAndAreReplaced(t *testing.T) {
 			}
 			want := &retail.CachedPage{Status: 200, Header: map[string][]string{"A": {"1"}}, Body: []byte("fresh")}
 			r := &pageRenderer{page: want}
-			if p, hit, err := c.Fetch(ctx, mustParse(t, raw), r.render); err != nil || hit || !cmp.Equal(want, p) {
+			if p, hit, err := c.Fetch(ctx, mustParse(t, raw), r.render); err != nil || hit || !cmp.Equal(want, p, equatePages) {
 				t.Errorf("Fetch over an undecodable entry = %+v, %v, %v, want %+v, false, nil", p, hit, err, want)
 			}
-			if p, ok := lookup(t, c, raw); !ok || !cmp.Equal(want, p) {
+			if p, ok := lookup(t, c, raw); !ok || !cmp.Equal(want, p, equatePages) {
 				t.Errorf("Lookup after Fetch = %+v, %v, want %+v, true: the entry was not replaced", p, ok, want)
 			}
 		})
@@ -289,5 +315,66 @@ func TestPageCache_CacheRequestStoresA200Page(t *testing.T) {
 	want := &retail.CachedPage{Status: 200, Body: []byte("page")}
 	if p, ok := lookup(t, c, raw); !ok || !cmp.Equal(want, p, equatePages) {
 		t.Errorf("Lookup after CacheRequest = %+v, %v, want %+v, true", p, ok, want)
+	}
+}
+
+// TestPageCache_FetchStampsStoredPages checks what Fetch adds to a page it
+// stores: when, by the Clock option, until when, by the TTL option, and a
+// strong ETag of the body unless the page has one.
+func TestPageCache_FetchStampsStoredPages(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	clock := retail.NewManualClock(time.Date(2026, 3, 4, 5, 6, 7, 8_000_000, time.UTC))
+	const ttl = 2 * time.Minute
+	c := newPageCache(t, s, retail.PageCacheOptions{TTL: ttl, Clock: clock})
+	if got := c.Now(); !got.Equal(clock.Now()) {
+		t.Errorf("Now() = %v, want the clock's %v", got, clock.Now())
+	}
+	sum := sha256.Sum256([]byte("body"))
+	bodyTag := `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`
+	for _, tc := range []struct {
+		name   string
+		header map[string][]string
+		etag   string
+	}{
+		{"ComputedETag", nil, bodyTag},
+		{"HandlersETag", map[string][]string{"Etag": {`W/"mine"`}}, `W/"mine"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := "http://test.com/" + tc.name
+			r := &pageRenderer{page: &retail.CachedPage{Status: 200, Header: tc.header, Body: []byte("body")}}
+			want := &retail.CachedPage{
+				Status:  200,
+				Header:  map[string][]string{"Etag": {tc.etag}},
+				Body:    []byte("body"),
+				Stored:  clock.Now().Truncate(time.Millisecond),
+				Expires: clock.Now().Add(ttl).Truncate(time.Millisecond),
+			}
+			p, _, err := c.Fetch(ctx, mustParse(t, raw), r.render)
+			if diff := cmp.Diff(want, p); err != nil || diff != "" {
+				t.Errorf("Fetch(%s) = _, _, %v; page mismatch (-want +got):\n%s", raw, err, diff)
+			}
+			got, ok := lookup(t, c, raw)
+			if diff := cmp.Diff(want, got); !ok || diff != "" {
+				t.Errorf("Lookup(%s) = _, %v; page mismatch (-want +got):\n%s", raw, ok, diff)
+			}
+		})
+	}
+}
+
+// TestPageCache_PagesNotStoredAreNotStamped renders a page too large to
+// store: Fetch returns it as render made it.
+func TestPageCache_PagesNotStoredAreNotStamped(t *testing.T) {
+	s, _ := newStore(t)
+	c := newPageCache(t, s, retail.PageCacheOptions{})
+	want := &retail.CachedPage{Status: 200, Body: bytes.Repeat([]byte("x"), retail.MaxPageSize)}
+	r := &pageRenderer{page: want}
+	p, hit, err := c.Fetch(context.Background(), mustParse(t, "http://test.com/big"), r.render)
+	if err != nil || hit || p == nil {
+		t.Fatalf("Fetch(big page) = %v, %v, %v, want the page, false, nil", p, hit, err)
+	}
+	if !p.Stored.IsZero() || !p.Expires.IsZero() || p.Header["Etag"] != nil || !bytes.Equal(p.Body, want.Body) {
+		t.Errorf("Fetch(big page) = page with Stored %v, Expires %v, ETag %q, %d bytes, want zero times, no ETag, %d bytes",
+			p.Stored, p.Expires, p.Header["Etag"], len(p.Body), len(want.Body))
 	}
 }

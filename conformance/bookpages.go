@@ -36,8 +36,12 @@ func testBookPageCaching(h *harness) {
 	}
 	// The page is in the Store itself, under its canonical key, where
 	// another PageCache (another server) finds it.
-	if _, ok, err := h.s.Page(h.ctx, retail.PageKey("GET", u)); err != nil || !ok {
-		h.t.Fatalf("Page(%q) = _, %v, %v; want the cached entry", retail.PageKey("GET", u), ok, err)
+	key, ok := pages.Key(u)
+	if !ok {
+		h.t.Fatalf("Key(%s) = _, false; want the page's key", u)
+	}
+	if _, ok, err := h.s.Page(h.ctx, key); err != nil || !ok {
+		h.t.Fatalf("Page(%q) = _, %v, %v; want the cached entry", key, ok, err)
 	}
 	other, err := retail.NewPageCache(h.s, retail.PageCacheOptions{})
 	if err != nil {

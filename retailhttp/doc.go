@@ -83,8 +83,13 @@
 // are the PageCache's own [retail.CachedPage] values, so pages cached by
 // [retail.PageCache.CacheRequest] are served by the middleware and the
 // other way round. Concurrent misses for one page run the handler once.
-// Every GET and HEAD response says [CacheHit] or [CacheMiss] in an X-Cache
-// header.
+// Every GET and HEAD response says [CacheHit], [CacheMiss] or [CacheBypass]
+// (the cache was not consulted: a personal request, or a page that may not
+// be cached) in an X-Cache header. Cached responses carry a strong ETag,
+// Age and Cache-Control with the time they have left, and If-None-Match
+// answers 304 Not Modified. Keys leave tracking parameters out and refuse
+// unknown ones (see [retail.PageCacheOptions]), so junk query strings add
+// no entries.
 //
 // # Stacking
 //

@@ -3,6 +3,8 @@ package retailhttp_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -116,4 +118,10 @@ func (r *logRecorder) String() string {
 
 func (r *logRecorder) Logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(r, nil))
+}
+
+// bodyETag is the strong ETag a PageCache gives a stored page with body.
+func bodyETag(body string) string {
+	sum := sha256.Sum256([]byte(body))
+	return `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`
 }

@@ -12,8 +12,9 @@ import (
 // The values of the X-Cache header that a [PageMiddleware] sets on the GET
 // and HEAD responses it handles.
 const (
-	CacheHit  = "hit"  // served without running the handler for this request
-	CacheMiss = "miss" // the handler ran for this request
+	CacheHit    = "hit"    // served without running the handler for this request
+	CacheMiss   = "miss"   // looked up and not found: the handler ran for this request
+	CacheBypass = "bypass" // not looked up (skipped, or the page may not be cached): the handler ran
 )
 
 // PageMiddlewareOptions configures a [PageMiddleware]. Zero fields take the
@@ -42,6 +43,10 @@ type PageMiddlewareOptions struct {
 // Host) is served from the cache if the page is there; otherwise the
 // handler renders it, and the response is cached for the PageCache's TTL
 // if it is cacheable:
+//   - the handler wrote it, completely, through the middleware's writer:
+//     a handler that wrote nothing through it (a router adapter that
+//     writes to its own writer), panicked, hijacked the connection or
+//     reached the underlying writer through Unwrap stores nothing;
 //   - its status is 200 OK;
 //   - it sets no cookie;
 //   - its Cache-Control has none of private, no-store and no-cache;
@@ -50,8 +55,8 @@ type PageMiddlewareOptions struct {
 //     handler did not flush it early.
 //
 // Entries are [retail.CachedPage] values (status, header and body) under
-// [retail.PageKey]("GET", u), where u is the request's host, path and
-// query, so query order and host case do not matter. They are the entries
+// [retail.PageCache.Key] of the request's host, path and query, so query
+// order, host case and tracking parameters do not matter. They are the entries
 // [retail.PageCache.CacheRequest] reads and writes: a page cached by one is
 // served by the other. HEAD requests are served from the GET entry of
 // their URL, without the body; a HEAD request that misses is passed to the
@@ -67,7 +72,18 @@ type PageMiddlewareOptions struct {
 //
 // Every GET and HEAD response gets an X-Cache header: [CacheHit] if the
 // handler did not run for it (served from the cache, or from a concurrent
-// render of the same page), [CacheMiss] otherwise.
+// render of the same page), [CacheMiss] if the cache was looked up and
+// the handler ran, [CacheBypass] if the cache was not consulted (Skip
+// said so, or the page may not be cached).
+//
+// Cached responses (hits, and the response that filled the entry) carry
+// the entry's strong ETag, an Age header (whole seconds since the page
+// was stored, by the PageCache's clock) and Cache-Control: public,
+// max-age=N, where N is the whole seconds left of its TTL; this replaces
+// any Cache-Control the handler set, since the cache decides how long the
+// page is served. A request whose If-None-Match matches the ETag (weak
+// comparison, a list, or "*") gets 304 Not Modified with those headers
+// and no body.
 //
 // The cache never makes a page unavailable: if deciding, reading or
 // writing fails, the error is logged and the handler serves the request.
@@ -115,7 +131,8 @@ func (m *PageMiddleware) Handler(next http.Handler) http.Handler {
 		case r.Method != http.MethodGet && r.Method != http.MethodHead:
 			next.ServeHTTP(w, r)
 		case m.opts.Skip(r) || !m.canCache(r):
-			passMiss(w, r, next)
+			w.Header().Set("X-Cache", CacheBypass)
+			next.ServeHTTP(w, r)
 		case r.Method == http.MethodHead:
 			m.serveHead(w, r, next)
 		default:
@@ -157,7 +174,7 @@ func (m *PageMiddleware) serveHead(w http.ResponseWriter, r *http.Request, next 
 		passMiss(w, r, next)
 		return
 	}
-	serve(w, r, p, CacheHit)
+	serve(w, r, p, CacheHit, m.cache.Now())
 }
 
 // serveGet serves a GET request for a cacheable page from the cache, or
@@ -173,12 +190,21 @@ func (m *PageMiddleware) serveGet(w http.ResponseWriter, r *http.Request, next h
 	render := func(ctx context.Context) (*retail.CachedPage, error) {
 		rendered = true
 		rec := &pageRecorder{w: w, header: make(http.Header)}
+		completed := false
+		defer func() {
+			if !completed {
+				// The handler panicked: whatever it wrote is not a
+				// page to keep. The panic goes on up.
+				rec.passed = true
+			}
+		}()
 		next.ServeHTTP(rec, r)
+		completed = true
 		if err := ctx.Err(); err != nil {
 			// The response may be cut short: send what there is and
 			// share nothing. The error lets waiters whose clients are
 			// still there render again instead of giving up.
-			rec.pass()
+			rec.finish()
 			return nil, err
 		}
 		own = rec.page()
@@ -192,13 +218,18 @@ func (m *PageMiddleware) serveGet(w http.ResponseWriter, r *http.Request, next h
 			logError(ctx, m.opts.Logger, "retailhttp: writing the page cache failed", err, keyAttr(r))
 		}
 		if own != nil {
-			serve(w, r, own, CacheMiss)
+			if p == nil {
+				p = own
+			}
+			// p is the stored page, with its ETag and times, or own
+			// if it was not stored.
+			serve(w, r, p, CacheMiss, m.cache.Now())
 		}
 	case p != nil:
 		// Served from the cache or from another request's render. An
 		// error with it is that render's failure to cache the page,
 		// which that request logs.
-		serve(w, r, p, CacheHit)
+		serve(w, r, p, CacheHit, m.cache.Now())
 	case ctx.Err() != nil:
 		// The client is gone while waiting: there is no one to answer.
 	default:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -185,8 +186,8 @@ func TestPageMiddleware_DoesNotCacheUnpopularOrDynamicPages(t *testing.T) {
 		"http://shop.test/?item=itemX&_=123",
 	} {
 		for range 2 {
-			if got := serve(mw, http.MethodGet, target); got.XCache != "miss" {
-				t.Errorf("GET %s: X-Cache = %q, want miss", target, got.XCache)
+			if got := serve(mw, http.MethodGet, target); got.XCache != "bypass" {
+				t.Errorf("GET %s: X-Cache = %q, want bypass", target, got.XCache)
 			}
 		}
 	}
@@ -198,7 +199,9 @@ func TestPageMiddleware_DoesNotCacheUnpopularOrDynamicPages(t *testing.T) {
 func TestPageMiddleware_QueryOrderAndHostCaseShareAnEntry(t *testing.T) {
 	ctx := context.Background()
 	h := &pageHandler{body: "itemX"}
-	mw, s := newPageStack(t, h, retailhttp.PageMiddlewareOptions{})
+	ms, _ := newRankedStore(t)
+	c := newPageCache(t, ms, retail.PageCacheOptions{Hosts: []string{"shop.test"}, Params: []string{"color", "size"}})
+	mw, s := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{}).Handler(h), ms
 	serve(mw, http.MethodGet, "http://shop.test/?item=itemX&color=red&size=m")
 	for _, target := range []string{
 		"http://shop.test/?size=m&item=itemX&color=red",
@@ -208,8 +211,8 @@ func TestPageMiddleware_QueryOrderAndHostCaseShareAnEntry(t *testing.T) {
 			t.Errorf("GET %s after the same query in another order: X-Cache = %q, want hit", target, got.XCache)
 		}
 	}
-	if got := serve(mw, http.MethodGet, "http://other.test/?item=itemX&color=red&size=m"); got.XCache != "miss" {
-		t.Errorf("GET on another host: X-Cache = %q, want miss", got.XCache)
+	if got := serve(mw, http.MethodGet, "http://other.test/?item=itemX&color=red&size=m"); got.XCache != "bypass" {
+		t.Errorf("GET on another host: X-Cache = %q, want bypass", got.XCache)
 	}
 	if _, ok, _ := s.Page(ctx, "GET shop.test/?color=red&item=itemX&size=m"); !ok {
 		t.Errorf("no page stored under the canonical key %q", "GET shop.test/?color=red&item=itemX&size=m")
@@ -306,16 +309,16 @@ func TestPageMiddleware_SkipsRequestsWithASessionByDefault(t *testing.T) {
 	req = req.WithContext(retailhttp.WithSession(req.Context(), retailhttp.Session{Token: "t", User: "alice"}))
 	rec := httptest.NewRecorder()
 	mw.ServeHTTP(rec, req)
-	if got := rec.Header().Get("X-Cache"); got != "miss" || h.calls.Load() != 2 {
-		t.Errorf("GET with a session: X-Cache %q, handler calls %d, want miss, 2", got, h.calls.Load())
+	if got := rec.Header().Get("X-Cache"); got != "bypass" || h.calls.Load() != 2 {
+		t.Errorf("GET with a session: X-Cache %q, handler calls %d, want bypass, 2", got, h.calls.Load())
 	}
 
 	req = httptest.NewRequest(http.MethodGet, target, nil)
 	req.Header.Set("Authorization", "Bearer x")
 	rec = httptest.NewRecorder()
 	mw.ServeHTTP(rec, req)
-	if got := rec.Header().Get("X-Cache"); got != "miss" || h.calls.Load() != 3 {
-		t.Errorf("GET with Authorization: X-Cache %q, handler calls %d, want miss, 3", got, h.calls.Load())
+	if got := rec.Header().Get("X-Cache"); got != "bypass" || h.calls.Load() != 3 {
+		t.Errorf("GET with Authorization: X-Cache %q, handler calls %d, want bypass, 3", got, h.calls.Load())
 	}
 }
 
@@ -325,8 +328,8 @@ func TestPageMiddleware_SkipOptionReplacesTheDefault(t *testing.T) {
 		return r.URL.Query().Has("preview")
 	}})
 	for _, target := range []string{"http://shop.test/?item=itemX&preview=1", "http://shop.test/?item=itemX&preview=1"} {
-		if got := serve(mw, http.MethodGet, target); got.XCache != "miss" {
-			t.Errorf("GET %s: X-Cache = %q, want miss", target, got.XCache)
+		if got := serve(mw, http.MethodGet, target); got.XCache != "bypass" {
+			t.Errorf("GET %s: X-Cache = %q, want bypass", target, got.XCache)
 		}
 	}
 	req := httptest.NewRequest(http.MethodGet, "http://shop.test/?item=itemX", nil)
@@ -362,8 +365,8 @@ func TestPageMiddleware_ServesPagesWhenTheStoreFails(t *testing.T) {
 	h := &pageHandler{body: "itemX"}
 	mw := newMiddleware(t, newPageCache(t, s, retail.PageCacheOptions{}), retailhttp.PageMiddlewareOptions{Logger: logs.Logger()}).Handler(h)
 	s.Close()
-	if got := serve(mw, http.MethodGet, "http://shop.test/?item=itemX"); got != (response{200, "miss", "itemX (render 1)"}) {
-		t.Errorf("GET with a closed store = %+v, want the rendered page", got)
+	if got := serve(mw, http.MethodGet, "http://shop.test/?item=itemX"); got != (response{200, "bypass", "itemX (render 1)"}) {
+		t.Errorf("GET with a closed store = %+v, want the rendered page, bypassing the cache", got)
 	}
 	if !strings.Contains(logs.String(), "closed") {
 		t.Errorf("log = %q, want the store's error", logs.String())
@@ -373,7 +376,7 @@ func TestPageMiddleware_ServesPagesWhenTheStoreFails(t *testing.T) {
 func TestPageMiddleware_RerendersEntriesThatDoNotDecode(t *testing.T) {
 	h := &pageHandler{body: "itemX"}
 	mw, s := newPageStack(t, h, retailhttp.PageMiddlewareOptions{})
-	const key = "GET shop.test/?item=itemX"
+	const key = "GET /?item=itemX" // the PageCache has no Hosts: no host in the key
 	for _, junk := range []string{"", "<h1>old format</h1>", "retail-page/1 200\nNo-Blank-Line: x", "retail-page/9 200\n\nbody"} {
 		if err := s.SetPage(context.Background(), key, []byte(junk), time.Minute); err != nil {
 			t.Fatalf("SetPage = %v", err)
@@ -527,8 +530,8 @@ func TestPageMiddleware_ServesTheEntryOfCacheRequest(t *testing.T) {
 
 func TestPageMiddleware_StoresTheResponseAsACachedPage(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newRankedStore(t)
-	c := newPageCache(t, s, retail.PageCacheOptions{})
+	s, clock := newRankedStore(t)
+	c := newPageCache(t, s, retail.PageCacheOptions{Clock: clock})
 	mw := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{}).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Custom", "kept")
 		w.Header().Set("Date", "Wed, 01 Jan 2025 00:00:00 GMT") // set anew by each serve
@@ -542,9 +545,11 @@ func TestPageMiddleware_StoresTheResponseAsACachedPage(t *testing.T) {
 		t.Fatalf("Lookup(%s) = %v, %v, want a page", target, ok, err)
 	}
 	want := &retail.CachedPage{
-		Status: 200,
-		Header: map[string][]string{"Content-Type": {"text/html; charset=utf-8"}, "X-Custom": {"kept"}},
-		Body:   []byte("<p>itemX</p>"),
+		Status:  200,
+		Header:  map[string][]string{"Content-Type": {"text/html; charset=utf-8"}, "X-Custom": {"kept"}, "Etag": {bodyETag("<p>itemX</p>")}},
+		Body:    []byte("<p>itemX</p>"),
+		Stored:  clock.Now(),
+		Expires: clock.Now().Add(c.TTL()),
 	}
 	if diff := cmp.Diff(want, p); diff != "" {
 		t.Errorf("cached page mismatch (-want +got):\n%s", diff)
@@ -624,4 +629,273 @@ func mustParse(t *testing.T, rawURL string) *url.URL {
 		t.Fatalf("url.Parse(%q) = %v", rawURL, err)
 	}
 	return u
+}
+
+// request serves a request for target with the given header lines
+// ("Name: value") through h and returns what the client got.
+func request(h http.Handler, method, target string, header ...string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, target, nil)
+	for _, line := range header {
+		k, v, _ := strings.Cut(line, ": ")
+		req.Header.Add(k, v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// cacheHeaders are the headers a cached response carries, for diffs.
+type cacheHeaders struct {
+	Status                          int
+	XCache, ETag, Age, CacheControl string
+	Body                            string
+}
+
+func cacheHeadersOf(rec *httptest.ResponseRecorder) cacheHeaders {
+	h := rec.Result().Header
+	return cacheHeaders{rec.Code, h.Get("X-Cache"), h.Get("Etag"), h.Get("Age"), h.Get("Cache-Control"), rec.Body.String()}
+}
+
+func TestPageMiddleware_CachedResponsesCarryETagAgeAndMaxAge(t *testing.T) {
+	s, clock := newRankedStore(t)
+	c := newPageCache(t, s, retail.PageCacheOptions{TTL: 300 * time.Second, Clock: clock})
+	h := &pageHandler{body: "itemX", header: http.Header{"Cache-Control": {"public, max-age=3600"}}}
+	mw := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{}).Handler(h)
+	const target = "http://shop.test/?item=itemX"
+	etag := bodyETag("itemX (render 1)")
+
+	var got []cacheHeaders
+	got = append(got, cacheHeadersOf(request(mw, http.MethodGet, target)))
+	clock.Advance(61500 * time.Millisecond)
+	got = append(got, cacheHeadersOf(request(mw, http.MethodGet, target)))
+	got = append(got, cacheHeadersOf(request(mw, http.MethodHead, target)))
+	clock.Advance(238 * time.Second)
+	got = append(got, cacheHeadersOf(request(mw, http.MethodGet, target)))
+	want := []cacheHeaders{
+		{200, "miss", etag, "0", "public, max-age=300", "itemX (render 1)"},
+		{200, "hit", etag, "61", "public, max-age=238", "itemX (render 1)"},
+		{200, "hit", etag, "61", "public, max-age=238", ""},
+		{200, "hit", etag, "299", "public, max-age=0", "itemX (render 1)"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("GET (fills), GET and HEAD after 61.5s, GET after 299.5s mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestPageMiddleware_UncachedResponsesCarryNoCacheHeaders(t *testing.T) {
+	h := &pageHandler{body: "itemY"}
+	mw, _ := newPageStack(t, h, retailhttp.PageMiddlewareOptions{})
+	got := cacheHeadersOf(request(mw, http.MethodGet, "http://shop.test/?item=itemY")) // not ranked
+	if want := (cacheHeaders{200, "bypass", "", "", "", "itemY (render 1)"}); got != want {
+		t.Errorf("GET of an uncached page = %+v, want %+v", got, want)
+	}
+}
+
+func TestPageMiddleware_IfNoneMatchAnswersNotModified(t *testing.T) {
+	etag := bodyETag("itemX (render 1)")
+	for _, tc := range []struct {
+		name, ifNoneMatch string
+		match             bool
+	}{
+		{"Exact", etag, true},
+		{"Weak", "W/" + etag, true},
+		{"List", `"other", W/"x,y", ` + etag, true},
+		{"ListWithoutSpaces", `"other",` + etag, true},
+		{"Star", "*", true},
+		{"Other", `"other"`, false},
+		{"Unquoted", strings.Trim(etag, `"`), false},
+		{"Malformed", `"other`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, clock := newRankedStore(t)
+			c := newPageCache(t, s, retail.PageCacheOptions{TTL: 300 * time.Second, Clock: clock})
+			mw := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{}).Handler(&pageHandler{body: "itemX"})
+			const target = "http://shop.test/?item=itemX"
+			var got []cacheHeaders
+			for _, method := range []string{http.MethodGet, http.MethodGet, http.MethodHead} {
+				got = append(got, cacheHeadersOf(request(mw, method, target, "If-None-Match: "+tc.ifNoneMatch)))
+			}
+			want := []cacheHeaders{
+				{200, "miss", etag, "0", "public, max-age=300", "itemX (render 1)"},
+				{200, "hit", etag, "0", "public, max-age=300", "itemX (render 1)"},
+				{200, "hit", etag, "0", "public, max-age=300", ""},
+			}
+			if tc.match {
+				for i := range want {
+					want[i].Status, want[i].Body = http.StatusNotModified, ""
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("GET (fills), GET, HEAD with If-None-Match: %s mismatch (-want +got):\n%s", tc.ifNoneMatch, diff)
+			}
+		})
+	}
+}
+
+// pageStored reports whether c holds a page for target.
+func pageStored(t *testing.T, c *retail.PageCache, target string) bool {
+	t.Helper()
+	_, ok, err := c.Lookup(context.Background(), mustParse(t, target))
+	if err != nil {
+		t.Fatalf("Lookup(%s) = %v", target, err)
+	}
+	return ok
+}
+
+// TestPageMiddleware_StoresNothingNotWrittenThroughIt is the router
+// adapter bug: a handler that answers on a writer of its own, not the
+// middleware's, must not leave an empty page in the cache.
+func TestPageMiddleware_StoresNothingNotWrittenThroughIt(t *testing.T) {
+	s, _ := newRankedStore(t)
+	c := newPageCache(t, s, retail.PageCacheOptions{})
+	const target = "http://shop.test/?item=itemX"
+	var calls atomic.Int64
+	outer := func(w http.ResponseWriter, r *http.Request) {
+		// The adapter keeps the server's writer and hands the middleware
+		// a request only.
+		mw := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{}).Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+			calls.Add(1)
+			w.Header().Set("X-Own", "yes")
+			fmt.Fprint(w, "itemX")
+		}))
+		mw.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	for i := range 2 {
+		rec := httptest.NewRecorder()
+		outer(rec, httptest.NewRequest(http.MethodGet, target, nil))
+		if rec.Body.String() != "itemX" {
+			t.Errorf("GET %d: body %q, want %q", i+1, rec.Body, "itemX")
+		}
+	}
+	if got := calls.Load(); got != 2 {
+		t.Errorf("handler calls = %d, want 2: nothing cached", got)
+	}
+	if pageStored(t, c, target) {
+		t.Errorf("a page was stored for a response not written through the middleware")
+	}
+}
+
+func TestPageMiddleware_HandlerThatWritesNothingSends200Uncached(t *testing.T) {
+	s, _ := newRankedStore(t)
+	c := newPageCache(t, s, retail.PageCacheOptions{})
+	mw := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{}).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Custom", "kept")
+	}))
+	const target = "http://shop.test/?item=itemX"
+	for i := range 2 {
+		rec := request(mw, http.MethodGet, target)
+		if rec.Code != 200 || rec.Header().Get("X-Custom") != "kept" || rec.Header().Get("X-Cache") != "miss" {
+			t.Errorf("GET %d = %d, X-Custom %q, X-Cache %q, want 200, kept, miss", i+1, rec.Code, rec.Header().Get("X-Custom"), rec.Header().Get("X-Cache"))
+		}
+	}
+	if pageStored(t, c, target) {
+		t.Errorf("a page was stored for a handler that wrote nothing")
+	}
+}
+
+// TestPageMiddleware_PanicIsNotStoredNorServedToWaiters makes a handler
+// write part of a page and panic while another request waits for it: the
+// waiter renders for itself, and the panic reaches the first request.
+func TestPageMiddleware_PanicIsNotStoredNorServedToWaiters(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int64
+	mw, s := newPageStack(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1)
+		if n == 1 {
+			fmt.Fprint(w, "partial")
+			close(started)
+			<-release
+			panic("boom")
+		}
+		fmt.Fprintf(w, "itemX (render %d)", n)
+	}), retailhttp.PageMiddlewareOptions{})
+	const target = "http://shop.test/?item=itemX"
+	var (
+		wg        sync.WaitGroup
+		recovered any
+		waiter    response
+	)
+	wg.Go(func() {
+		defer func() { recovered = recover() }()
+		serve(mw, http.MethodGet, target)
+	})
+	<-started
+	wg.Go(func() { waiter = serve(mw, http.MethodGet, target) })
+	// The first request read the cache twice (its miss, and again before
+	// rendering); the waiter's miss is the third read.
+	eventually(t, "the second request to miss", func() bool { return s.pageReads.Load() >= 3 })
+	close(release)
+	wg.Wait()
+	if recovered != "boom" {
+		t.Errorf("the panicking request's recover() = %v, want %q", recovered, "boom")
+	}
+	if want := (response{200, "miss", "itemX (render 2)"}); waiter != want {
+		t.Errorf("waiting request = %+v, want %+v", waiter, want)
+	}
+	// The waiter was told the render failed and served itself uncached.
+	if got, want := serve(mw, http.MethodGet, target), (response{200, "miss", "itemX (render 3)"}); got != want {
+		t.Errorf("GET after both = %+v, want %+v: nothing stored", got, want)
+	}
+}
+
+func TestPageMiddleware_HijackedResponsesAreNotStored(t *testing.T) {
+	s, _ := newRankedStore(t)
+	c := newPageCache(t, s, retail.PageCacheOptions{})
+	var calls atomic.Int64
+	mw := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{}).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Errorf("Hijack = %v", err)
+			return
+		}
+		defer conn.Close()
+		buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nitemX")
+		buf.Flush()
+	}))
+	srv := httptest.NewServer(mw)
+	t.Cleanup(srv.Close)
+	for i := range 2 {
+		res, err := srv.Client().Get(srv.URL + "/?item=itemX")
+		if err != nil {
+			t.Fatalf("GET %d = %v", i+1, err)
+		}
+		body := new(strings.Builder)
+		_, err = io.Copy(body, res.Body)
+		res.Body.Close()
+		if err != nil || res.StatusCode != 200 || body.String() != "itemX" {
+			t.Errorf("GET %d = %d, %q, %v, want 200, itemX, nil", i+1, res.StatusCode, body, err)
+		}
+	}
+	if got := calls.Load(); got != 2 {
+		t.Errorf("handler calls = %d, want 2: nothing cached", got)
+	}
+	if pageStored(t, c, srv.URL+"/?item=itemX") {
+		t.Errorf("a page was stored for a hijacked response")
+	}
+}
+
+func TestPageMiddleware_UnwrappedWritersAreNotStored(t *testing.T) {
+	s, _ := newRankedStore(t)
+	c := newPageCache(t, s, retail.PageCacheOptions{})
+	mw := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{}).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprint(w, "item")
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			t.Errorf("the middleware's writer has no Unwrap method")
+			return
+		}
+		fmt.Fprint(u.Unwrap(), "X")
+	}))
+	const target = "http://shop.test/?item=itemX"
+	for i := range 2 {
+		rec := request(mw, http.MethodGet, target)
+		if rec.Code != 200 || rec.Body.String() != "itemX" || rec.Header().Get("X-Cache") != "miss" {
+			t.Errorf("GET %d = %d, %q, X-Cache %q, want 200, itemX, miss", i+1, rec.Code, rec.Body, rec.Header().Get("X-Cache"))
+		}
+	}
+	if pageStored(t, c, target) {
+		t.Errorf("a page was stored for a response written around the middleware")
+	}
 }

@@ -6,12 +6,15 @@ package retailhttp
 // package's.
 
 import (
+	"bufio"
 	"bytes"
 	"maps"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/retailkit/retail"
 )
@@ -30,6 +33,11 @@ type pageRecorder struct {
 	passed bool // writing through to w: the response will not be cached
 }
 
+var (
+	_ http.Flusher  = (*pageRecorder)(nil)
+	_ http.Hijacker = (*pageRecorder)(nil)
+)
+
 func (rec *pageRecorder) Header() http.Header { return rec.header }
 
 func (rec *pageRecorder) WriteHeader(code int) {
@@ -47,7 +55,12 @@ func (rec *pageRecorder) WriteHeader(code int) {
 	if rec.sent == nil {
 		rec.sent = make(http.Header)
 	}
-	if code != http.StatusOK || !cacheableHeader(rec.sent) {
+	switch {
+	case rec.passed:
+		// Passed before the header was written (see pass): it goes
+		// straight out.
+		rec.sendHeader()
+	case code != http.StatusOK || !cacheableHeader(rec.sent):
 		rec.pass()
 	}
 }
@@ -71,35 +84,84 @@ func (rec *pageRecorder) Flush() {
 		rec.WriteHeader(http.StatusOK)
 	}
 	rec.pass()
-	if f, ok := rec.w.(http.Flusher); ok {
-		f.Flush()
-	}
+	http.NewResponseController(rec.w).Flush()
+}
+
+// Hijack takes the connection from the server: the response is the
+// handler's own business and is not cached.
+func (rec *pageRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	rec.passed = true // nothing the recorder holds may be written now
+	return http.NewResponseController(rec.w).Hijack()
+}
+
+// SetReadDeadline, SetWriteDeadline and EnableFullDuplex serve
+// http.ResponseController; they do not touch the response.
+func (rec *pageRecorder) SetReadDeadline(t time.Time) error {
+	return http.NewResponseController(rec.w).SetReadDeadline(t)
+}
+
+func (rec *pageRecorder) SetWriteDeadline(t time.Time) error {
+	return http.NewResponseController(rec.w).SetWriteDeadline(t)
+}
+
+func (rec *pageRecorder) EnableFullDuplex() error {
+	return http.NewResponseController(rec.w).EnableFullDuplex()
+}
+
+// Unwrap gives http.ResponseController the underlying writer for what
+// the recorder does not offer itself. Whoever holds it may write around
+// the recorder, so the response is passed through and not cached.
+func (rec *pageRecorder) Unwrap() http.ResponseWriter {
+	rec.pass()
+	return rec.w
 }
 
 // pass sends what the recorder holds to w and makes it write through from
-// now on.
+// now on. Before WriteHeader, it only marks the response: WriteHeader
+// sends the header when it comes.
 func (rec *pageRecorder) pass() {
 	if rec.passed {
 		return
 	}
 	rec.passed = true
-	h := rec.w.Header()
-	maps.Copy(h, rec.sent)
-	h.Set("X-Cache", CacheMiss)
-	rec.w.WriteHeader(rec.status)
+	if !rec.wrote {
+		return
+	}
+	rec.sendHeader()
 	if rec.body.Len() > 0 {
 		rec.w.Write(rec.body.Bytes())
 		rec.body.Reset()
 	}
 }
 
-// page returns the captured response, or nil if it was passed through. It
-// is called once, when the handler has returned.
-func (rec *pageRecorder) page() *retail.CachedPage {
-	if !rec.wrote {
-		rec.WriteHeader(http.StatusOK) // a handler that writes nothing sends 200
+// sendHeader writes the recorded header and status to w.
+func (rec *pageRecorder) sendHeader() {
+	h := rec.w.Header()
+	maps.Copy(h, rec.sent)
+	h.Set("X-Cache", CacheMiss)
+	rec.w.WriteHeader(rec.status)
+}
+
+// finish passes the response to w when the handler has returned without
+// it being cached. A handler that wrote nothing through the recorder gets
+// its header on w and the status net/http gives it (200).
+func (rec *pageRecorder) finish() {
+	if !rec.wrote && !rec.passed {
+		h := rec.w.Header()
+		maps.Copy(h, rec.header)
+		h.Set("X-Cache", CacheMiss)
 	}
-	if rec.passed {
+	rec.pass()
+}
+
+// page returns the captured response, or nil if it was passed through or
+// never written through the recorder: a handler that wrote nothing
+// through it may have written elsewhere (a router adapter's own writer),
+// and an empty page cached for it would be served to everyone. It is
+// called once, when the handler has returned.
+func (rec *pageRecorder) page() *retail.CachedPage {
+	if !rec.wrote || rec.passed {
+		rec.finish()
 		return nil
 	}
 	h := rec.sent
@@ -153,9 +215,27 @@ var hopHeaders = []string{"Connection", "Content-Length", "Date", "Keep-Alive", 
 // serve writes p to w with the given X-Cache value, without the body for
 // HEAD requests. A page without a Content-Type (CacheRequest stores none)
 // gets the one net/http would sniff from its body, for GET and HEAD alike.
-func serve(w http.ResponseWriter, r *http.Request, p *retail.CachedPage, xcache string) {
+// A stored page (with Stored and Expires) gets Age and Cache-Control by
+// now, and answers 304 to a request whose If-None-Match matches its ETag.
+func serve(w http.ResponseWriter, r *http.Request, p *retail.CachedPage, xcache string, now time.Time) {
 	h := w.Header()
+	stored := !p.Expires.IsZero()
+	if stored {
+		h.Set("Age", strconv.FormatInt(wholeSeconds(now.Sub(p.Stored)), 10))
+		h.Set("Cache-Control", "public, max-age="+strconv.FormatInt(wholeSeconds(p.Expires.Sub(now)), 10))
+		if etag := firstValue(p.Header, "Etag"); etag != "" {
+			h.Set("Etag", etag)
+			if etagMatches(r.Header.Values("If-None-Match"), etag) {
+				h.Set("X-Cache", xcache)
+				w.WriteHeader(http.StatusNotModified)
+				return
+			}
+		}
+	}
 	for k, vs := range p.Header {
+		if stored && k == "Cache-Control" {
+			continue
+		}
 		// Other requests may be copying p (a render's page is copied for
 		// each request waiting on it), and middleware around this one
 		// may append to what w's header holds.
@@ -170,4 +250,61 @@ func serve(w http.ResponseWriter, r *http.Request, p *retail.CachedPage, xcache 
 	if r.Method != http.MethodHead {
 		w.Write(p.Body)
 	}
+}
+
+// wholeSeconds returns d in whole seconds, rounded down, and 0 if d is
+// negative.
+func wholeSeconds(d time.Duration) int64 {
+	return int64(max(d, 0) / time.Second)
+}
+
+func firstValue(h map[string][]string, k string) string {
+	if vs := h[k]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
+
+// etagMatches reports whether the If-None-Match header values match etag
+// by the weak comparison of RFC 9110: the opaque tags are equal, whether
+// either is weak or not, or a value is "*".
+func etagMatches(ifNoneMatch []string, etag string) bool {
+	want := strings.TrimPrefix(etag, "W/")
+	for _, v := range ifNoneMatch {
+		for {
+			v = strings.TrimLeft(v, " \t,")
+			if v == "" {
+				break
+			}
+			if v[0] == '*' {
+				return true
+			}
+			tag, rest, ok := scanETag(v)
+			if !ok {
+				break // a malformed list matches nothing from here on
+			}
+			if strings.TrimPrefix(tag, "W/") == want {
+				return true
+			}
+			v = rest
+		}
+	}
+	return false
+}
+
+// scanETag reads the entity tag at the start of s: an optional W/, then a
+// quoted opaque tag without quotes inside. It returns the tag and the rest
+// of s.
+func scanETag(s string) (tag, rest string, ok bool) {
+	start := s
+	s = strings.TrimPrefix(s, "W/")
+	if len(s) < 2 || s[0] != '"' {
+		return "", "", false
+	}
+	end := strings.IndexByte(s[1:], '"')
+	if end < 0 {
+		return "", "", false
+	}
+	n := len(start) - len(s) + end + 2
+	return start[:n], start[n:], true
 }

@@ -1,0 +1,129 @@
+package retail
+
+// This file holds how a page is named in the cache: the keys of
+// PageCache (hosts, tracking and known parameters) and the raw PageKey.
+
+import (
+	"net/url"
+	"strings"
+)
+
+// DefaultTrackingParams are the query parameters that [PageCacheOptions]
+// leaves out of page keys by default: the campaign and click tags of the
+// common ad, analytics and mail services. An entry ending in "*" is a
+// prefix.
+var DefaultTrackingParams = []string{
+	"utm_*", "gclid", "dclid", "gbraid", "wbraid", "fbclid", "msclkid",
+	"mc_cid", "mc_eid", "_ga", "_gl", "yclid", "igshid", "ttclid", "twclid",
+	"li_fat_id",
+}
+
+// Key returns the key that the page at u is cached under: "GET ", the
+// host (Hosts[0] for any of the Hosts option's names, nothing if Hosts is
+// empty), the escaped path ("/" if empty) and, if any are left, "?" and
+// the query parameters that tell pages apart ("item" and the Params
+// option), sorted by name, each name's values in their original order.
+// Tracking parameters are dropped. The scheme, user information and
+// fragment are not part of the key.
+//
+// ok is false when the page may not be cached whatever the rule says: its
+// host is not one of Hosts, its query does not parse or has a parameter
+// that is neither kept nor a tracking parameter, or the key breaks the
+// page key rule (for example by being longer than [MaxPageKeyLen]).
+func (c *PageCache) Key(u *url.URL) (key string, ok bool) {
+	host := ""
+	if len(c.opts.Hosts) > 0 {
+		if !c.hosts[normalHost(u.Host)] {
+			return "", false
+		}
+		host = c.opts.Hosts[0]
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return "", false
+	}
+	for name := range q {
+		switch {
+		case c.params[name]:
+		case c.tracking(name):
+			delete(q, name)
+		default:
+			return "", false
+		}
+	}
+	key = pageKey("GET", host, u.EscapedPath(), q.Encode())
+	if checkPageKey("", key) != nil {
+		return "", false
+	}
+	return key, true
+}
+
+// tracking reports whether the query parameter name is a tracking
+// parameter.
+func (c *PageCache) tracking(name string) bool {
+	for _, t := range c.opts.TrackingParams {
+		if prefix, ok := strings.CutSuffix(t, "*"); ok {
+			if strings.HasPrefix(name, prefix) {
+				return true
+			}
+		} else if name == t {
+			return true
+		}
+	}
+	return false
+}
+
+// normalHost returns host lowercased, without the default ports of HTTP
+// and HTTPS and without a trailing dot, so that the names a browser may
+// send for one site compare equal.
+func normalHost(host string) string {
+	host = strings.ToLower(host)
+	for _, port := range []string{":80", ":443"} {
+		if h, ok := strings.CutSuffix(host, port); ok {
+			host = h
+			break
+		}
+	}
+	return strings.TrimSuffix(host, ".")
+}
+
+// PageKey returns the canonical cache key of a request: the method, a space,
+// the lowercased host, the escaped path ("/" if empty) and, if the query is
+// not empty, "?" and the query with its keys sorted and each key's values in
+// their original order, e.g. "GET test.com/?a=1&item=x". The scheme, user
+// information and fragment are not part of the key. Requests that differ
+// only in query order or host case share a key.
+//
+// PageKey is the raw canonical form of a request, which keeps every host
+// and parameter; [PageCache] stores pages under [PageCache.Key], which
+// applies its options (hosts, tracking and kept parameters) on top of it.
+//
+// A query that does not parse is kept as it was sent. Such a key never
+// equals the key of a query that parses, because the canonical encoding
+// never contains what makes a query unparsable (a bad escape, a ";", too
+// many parameters); [CanCache] refuses such pages anyway.
+func PageKey(method string, u *url.URL) string {
+	query := u.RawQuery
+	if q, err := url.ParseQuery(query); err == nil {
+		query = q.Encode()
+	}
+	return pageKey(method, strings.ToLower(u.Host), u.EscapedPath(), query)
+}
+
+// pageKey joins the parts of a page key.
+func pageKey(method, host, path, query string) string {
+	var b strings.Builder
+	b.WriteString(method)
+	b.WriteByte(' ')
+	b.WriteString(host)
+	if path != "" {
+		b.WriteString(path)
+	} else {
+		b.WriteByte('/')
+	}
+	if query != "" {
+		b.WriteByte('?')
+		b.WriteString(query)
+	}
+	return b.String()
+}
