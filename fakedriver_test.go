@@ -156,6 +156,18 @@ func (d *fakeDriver) SetPage(_ context.Context, key string, data []byte, ttl tim
 	return d.record("SetPage", key, data, ttl)
 }
 
+func (d *fakeDriver) SetItemPage(_ context.Context, item, key string, data []byte, ttl time.Duration) error {
+	return d.record("SetItemPage", item, key, data, ttl)
+}
+
+func (d *fakeDriver) DeletePage(_ context.Context, key string) error {
+	return d.record("DeletePage", key)
+}
+
+func (d *fakeDriver) PurgeItemPages(_ context.Context, item string) (int, error) {
+	return d.count, d.record("PurgeItemPages", item)
+}
+
 func (d *fakeDriver) ScheduleRowCache(_ context.Context, row string, delay time.Duration) error {
 	return d.record("ScheduleRowCache", row, delay)
 }

@@ -219,7 +219,7 @@ func (c *PageCache) Fetch(ctx context.Context, u *url.URL, render func(context.C
 	for {
 		f, leader := c.flights.join(key)
 		if leader {
-			c.run(ctx, f, key, render)
+			c.run(ctx, f, key, pageItem(u), render)
 			return f.val.page, f.val.hit, f.val.err
 		}
 		select {
@@ -292,7 +292,7 @@ var errRenderPanicked = errors.New("retail: PageCache: the render of this page p
 
 // run renders for the flight f and releases its waiters, even if render
 // panics.
-func (c *PageCache) run(ctx context.Context, f *flight, key string, render func(context.Context) (*CachedPage, error)) {
+func (c *PageCache) run(ctx context.Context, f *flight, key, item string, render func(context.Context) (*CachedPage, error)) {
 	r := fillResult{err: errRenderPanicked} // kept only if fill panics
 	defer func() {
 		// Leave before releasing, so that a waiter that retries starts a
@@ -300,12 +300,13 @@ func (c *PageCache) run(ctx context.Context, f *flight, key string, render func(
 		c.flights.leave(key)
 		f.release(r)
 	}()
-	r.page, r.hit, r.err = c.fill(ctx, key, render)
+	r.page, r.hit, r.err = c.fill(ctx, key, item, render)
 	r.abandoned = r.err != nil && ctx.Err() != nil
 }
 
-// fill renders the page under key and caches it.
-func (c *PageCache) fill(ctx context.Context, key string, render func(context.Context) (*CachedPage, error)) (*CachedPage, bool, error) {
+// fill renders the page under key and caches it, as one of item's pages
+// if item is not empty.
+func (c *PageCache) fill(ctx context.Context, key, item string, render func(context.Context) (*CachedPage, error)) (*CachedPage, bool, error) {
 	// A render for key may have finished and cached the page between this
 	// caller's miss and its turn to render: look again, so that a page is
 	// rendered once however the calls interleave.
@@ -322,10 +323,51 @@ func (c *PageCache) fill(ctx context.Context, key string, render func(context.Co
 	if !ok || len(data) > MaxPageSize {
 		return p, false, nil
 	}
-	if err := c.store.SetPage(ctx, key, data, c.opts.TTL); err != nil {
+	if item != "" {
+		err = c.store.SetItemPage(ctx, item, key, data, c.opts.TTL)
+	} else {
+		err = c.store.SetPage(ctx, key, data, c.opts.TTL)
+	}
+	if err != nil {
 		return p, false, err
 	}
 	return stored, false, nil
+}
+
+// Purge deletes the page cached for u (under the key [PageCache.Key]
+// gives), so that the next request renders it again. A URL without a key,
+// or without a cached page, is a no-op.
+func (c *PageCache) Purge(ctx context.Context, u *url.URL) error {
+	key, ok := c.Key(u)
+	if !ok {
+		return nil
+	}
+	return c.store.DeletePage(ctx, key)
+}
+
+// PurgeItem deletes every cached page of item, in every variant (host,
+// parameters, HEAD and GET share entries), and returns how many it
+// deleted. The pages of an item are those whose URL names it as the
+// book's rule does: exactly one "item" query parameter that is a valid
+// id. A page rendered before a change but stored while PurgeItem runs
+// may survive it (see [Pages.PurgeItemPages]). An invalid item id gives an
+// error matching [ErrInvalid].
+func (c *PageCache) PurgeItem(ctx context.Context, item string) (int, error) {
+	return c.store.PurgeItemPages(ctx, item)
+}
+
+// pageItem returns the item the page at u shows under the book's rule: the
+// one "item" query parameter, if it is a valid id; "" otherwise.
+func pageItem(u *url.URL) string {
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return ""
+	}
+	items := q["item"]
+	if len(items) != 1 || checkID("", "", items[0]) != nil {
+		return ""
+	}
+	return items[0]
 }
 
 // CanCache reports whether the page at u may be cached under the book's

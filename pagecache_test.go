@@ -342,6 +342,9 @@ type failingSetPage struct {
 }
 
 func (s failingSetPage) SetPage(context.Context, string, []byte, time.Duration) error { return s.err }
+func (s failingSetPage) SetItemPage(context.Context, string, string, []byte, time.Duration) error {
+	return s.err
+}
 
 func TestPageCache_ReturnsBodyWhenCachingFails(t *testing.T) {
 	ctx := context.Background()
@@ -504,6 +507,11 @@ type pageWriteCounter struct {
 func (s *pageWriteCounter) SetPage(ctx context.Context, key string, data []byte, ttl time.Duration) error {
 	s.writes.Add(1)
 	return s.Store.SetPage(ctx, key, data, ttl)
+}
+
+func (s *pageWriteCounter) SetItemPage(ctx context.Context, item, key string, data []byte, ttl time.Duration) error {
+	s.writes.Add(1)
+	return s.Store.SetItemPage(ctx, item, key, data, ttl)
 }
 
 func TestPageCache_TrackingParametersShareAnEntry(t *testing.T) {

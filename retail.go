@@ -210,6 +210,24 @@ type Pages interface {
 	// served while the clock reads before t+d and misses from t+d on; no
 	// other clock (a Redis key's TTL) ends it sooner.
 	SetPage(ctx context.Context, key string, body []byte, ttl time.Duration) error
+
+	// SetItemPage caches body under key for ttl as SetPage does, and
+	// records the page as one of item's pages, so that PurgeItemPages(item)
+	// deletes it. A page is the page of the item it was last stored for:
+	// storing it again under key with SetPage, or with SetItemPage for
+	// another item, makes it no longer item's.
+	SetItemPage(ctx context.Context, item, key string, body []byte, ttl time.Duration) error
+
+	// DeletePage deletes the page cached under key. Deleting a page that
+	// is not cached (or expired) does nothing and returns nil.
+	DeletePage(ctx context.Context, key string) error
+
+	// PurgeItemPages deletes every live page stored with SetItemPage for
+	// item and returns how many it deleted. Pages stored with SetPage are
+	// left alone. An item without pages gives 0 and a nil error. A purge
+	// concurrent with a SetItemPage for the same item may leave the page
+	// that call stores; a purge that starts after it returns deletes it.
+	PurgeItemPages(ctx context.Context, item string) (n int, err error)
 }
 
 // Rows caches database rows as JSON and schedules their refreshes. The loop

@@ -1,6 +1,7 @@
 package retail
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -39,6 +40,16 @@ type RowCacherOptions struct {
 	// Logger receives the errors the cacher skips or retries after;
 	// slog.Default() if nil.
 	Logger *slog.Logger
+
+	// Pages, if not nil, is the page cache whose item pages show the rows:
+	// a row refreshed with data different from its cached copy purges the
+	// cached pages of the item whose id is the row's id (see
+	// [PageCache.PurgeItem]), so that a change such as a new price is
+	// served at once instead of when the pages expire. The first copy of a
+	// row, cached when there was none, is not a change. A page being
+	// rendered from the old data while the row changes may still be
+	// cached after the purge, until it expires.
+	Pages *PageCache
 }
 
 // RowCacher keeps the cached copies of scheduled database rows fresh: the
@@ -118,7 +129,8 @@ func (c *RowCacher) Run(ctx context.Context) error {
 	}
 }
 
-// refresh loads row and stores its JSON.
+// refresh loads row and stores its JSON, purging the item's pages if the
+// Pages option is set and the data changed.
 func (c *RowCacher) refresh(ctx context.Context, row string) error {
 	v, err := c.load(ctx, row)
 	if err != nil {
@@ -128,5 +140,19 @@ func (c *RowCacher) refresh(ctx context.Context, row string) error {
 	if err != nil {
 		return err
 	}
-	return c.rows.SetRow(ctx, row, data)
+	if c.opts.Pages == nil {
+		return c.rows.SetRow(ctx, row, data)
+	}
+	old, cached, err := c.rows.Row(ctx, row)
+	if err != nil {
+		return err
+	}
+	if err := c.rows.SetRow(ctx, row, data); err != nil {
+		return err
+	}
+	if !cached || bytes.Equal(old, data) {
+		return nil
+	}
+	_, err = c.opts.Pages.PurgeItem(ctx, row)
+	return err
 }

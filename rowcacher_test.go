@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/backend/memory"
 )
 
 // inventoryRow is what the test loaders return for a row.
@@ -260,4 +262,76 @@ func TestNewRowCacher_RejectsNilLoader(t *testing.T) {
 	if c != nil {
 		t.Errorf("NewRowCacher(s, nil, ...) returned a cacher with its error")
 	}
+}
+
+// purgeCounter counts the purges of item pages that reach a Store.
+type purgeCounter struct {
+	*memory.Store
+	purges atomic.Int64
+}
+
+func (s *purgeCounter) PurgeItemPages(ctx context.Context, item string) (int, error) {
+	s.purges.Add(1)
+	return s.Store.PurgeItemPages(ctx, item)
+}
+
+// TestRowCacher_PurgesItemPagesWhenRowChanges: with the Pages option, a
+// refresh that changes a row purges its item's cached pages at once; the
+// first caching of the row and refreshes with the same data do not.
+func TestRowCacher_PurgesItemPagesWhenRowChanges(t *testing.T) {
+	ctx := context.Background()
+	ms, clock := newRankedStore(t) // itemX is ranked: its page is cached
+	s := &purgeCounter{Store: ms}
+	pages := newPageCache(t, s, retail.PageCacheOptions{})
+	u := mustParse(t, "http://shop.test/item?item=itemX")
+	other := mustParse(t, "http://shop.test/item?item=itemY")
+	view(t, ms, "itemY", 1)
+	cache := func(u *url.URL) {
+		t.Helper()
+		r := &renderer{body: "page"}
+		if _, _, err := pages.CacheRequest(ctx, u, r.render); err != nil {
+			t.Fatalf("CacheRequest(%s) = %v", u, err)
+		}
+		if !hasPage(t, ms, u) {
+			t.Fatalf("CacheRequest(%s) cached no page", u)
+		}
+	}
+	cache(u)
+	cache(other)
+
+	var price, loads atomic.Int64
+	price.Store(100)
+	load := func(_ context.Context, row string) (any, error) {
+		loads.Add(1)
+		return map[string]any{"id": row, "price": price.Load()}, nil
+	}
+	schedule(t, ms, "itemX", 10*time.Second)
+	start(t, newRowCacher(t, ms, load, retail.RowCacherOptions{Poll: time.Millisecond, Pages: pages}))
+
+	// The rows are refreshed one after another, so once load n+1 has
+	// started, refresh n is done.
+	waitLoads := func(n int64) {
+		t.Helper()
+		eventually(t, fmt.Sprintf("%d loads", n), func() bool { return loads.Load() >= n })
+	}
+	waitLoads(1)
+	clock.Advance(10 * time.Second)
+	waitLoads(2) // the first caching is done
+	clock.Advance(10 * time.Second)
+	waitLoads(3) // a refresh with the same data is done
+	if !hasPage(t, ms, u) || s.purges.Load() != 0 {
+		t.Fatalf("after caching the row and refreshing it unchanged: page cached %v, purges %d; want true, 0",
+			hasPage(t, ms, u), s.purges.Load())
+	}
+
+	price.Store(90)
+	clock.Advance(10 * time.Second)
+	eventually(t, "the changed row to purge the item's page", func() bool { return !hasPage(t, ms, u) })
+	if !hasPage(t, ms, other) {
+		t.Errorf("the page of another item was purged too")
+	}
+	if got, _, _ := ms.Row(ctx, "itemX"); !strings.Contains(string(got), `"price":90`) {
+		t.Errorf("Row(itemX) = %s, want the new price", got)
+	}
+	cache(u) // the new page is cached again
 }

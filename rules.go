@@ -178,7 +178,18 @@ func checkRenewSession(token, newToken, user string) error {
 }
 
 func checkSetPage(key string, body []byte, ttl time.Duration) error {
-	const op = "SetPage"
+	return checkPageWrite("SetPage", key, body, ttl)
+}
+
+func checkSetItemPage(item, key string, body []byte, ttl time.Duration) error {
+	const op = "SetItemPage"
+	if err := checkID(op, "item", item); err != nil {
+		return err
+	}
+	return checkPageWrite(op, key, body, ttl)
+}
+
+func checkPageWrite(op, key string, body []byte, ttl time.Duration) error {
 	if err := checkPageKey(op, key); err != nil {
 		return err
 	}

@@ -149,6 +149,12 @@ func invalidCalls() []invalidCall {
 			})
 		add("Item"+b.name, "CountView", "item", "CountView("+show(v)+")",
 			func(ctx context.Context, s retail.Store) error { return s.CountView(ctx, v) })
+		add("Item"+b.name, "SetItemPage", "item", "SetItemPage("+show(v)+`, "page-a", "body", 1m)`,
+			func(ctx context.Context, s retail.Store) error {
+				return s.SetItemPage(ctx, v, "page-a", []byte("body"), time.Minute)
+			})
+		add("Item"+b.name, "PurgeItemPages", "item", "PurgeItemPages("+show(v)+")",
+			func(ctx context.Context, s retail.Store) error { _, err := s.PurgeItemPages(ctx, v); return err })
 	}
 	for _, b := range badUsers {
 		v := b.value
@@ -201,6 +207,12 @@ func invalidCalls() []invalidCall {
 			func(ctx context.Context, s retail.Store) error { _, _, err := s.Page(ctx, v); return err })
 		add("Key"+b.name, "SetPage", "key", "SetPage("+show(v)+`, "body", 1m)`,
 			func(ctx context.Context, s retail.Store) error { return s.SetPage(ctx, v, []byte("body"), time.Minute) })
+		add("Key"+b.name, "SetItemPage", "key", `SetItemPage("item-1", `+show(v)+`, "body", 1m)`,
+			func(ctx context.Context, s retail.Store) error {
+				return s.SetItemPage(ctx, "item-1", v, []byte("body"), time.Minute)
+			})
+		add("Key"+b.name, "DeletePage", "key", "DeletePage("+show(v)+")",
+			func(ctx context.Context, s retail.Store) error { return s.DeletePage(ctx, v) })
 	}
 
 	for _, c := range []struct {
@@ -228,6 +240,10 @@ func invalidCalls() []invalidCall {
 	big := make([]byte, retail.MaxPageSize+1)
 	add("BodyTooLarge", "SetPage", "body", fmt.Sprintf(`SetPage("page-a", <%d bytes>, 1m)`, len(big)),
 		func(ctx context.Context, s retail.Store) error { return s.SetPage(ctx, "page-a", big, time.Minute) })
+	add("BodyTooLarge", "SetItemPage", "body", fmt.Sprintf(`SetItemPage("item-1", "page-a", <%d bytes>, 1m)`, len(big)),
+		func(ctx context.Context, s retail.Store) error {
+			return s.SetItemPage(ctx, "item-1", "page-a", big, time.Minute)
+		})
 	for _, c := range []struct {
 		name string
 		ttl  time.Duration
@@ -238,6 +254,10 @@ func invalidCalls() []invalidCall {
 		add(c.name, "SetPage", "ttl", fmt.Sprintf(`SetPage("page-a", "changed", %v)`, c.ttl),
 			func(ctx context.Context, s retail.Store) error {
 				return s.SetPage(ctx, "page-a", []byte("changed"), c.ttl)
+			})
+		add(c.name, "SetItemPage", "ttl", fmt.Sprintf(`SetItemPage("item-1", "page-a", "changed", %v)`, c.ttl),
+			func(ctx context.Context, s retail.Store) error {
+				return s.SetItemPage(ctx, "item-1", "page-a", []byte("changed"), c.ttl)
 			})
 	}
 	for _, c := range []struct {
@@ -343,6 +363,11 @@ func TestStore_AcceptsLimits(t *testing.T) {
 	call(s.CountView(ctx, id))
 	call(s.SetPage(ctx, key, make([]byte, retail.MaxPageSize), retail.MaxPageTTL))
 	call(s.SetPage(ctx, "k", nil, retail.MinDuration))
+	call(s.SetItemPage(ctx, id, key, make([]byte, retail.MaxPageSize), retail.MaxPageTTL))
+	call(s.SetItemPage(ctx, "i", "k", nil, retail.MinDuration))
+	call(s.DeletePage(ctx, key))
+	_, err = s.PurgeItemPages(ctx, id)
+	call(err)
 	call(s.ScheduleRowCache(ctx, id, retail.MaxRowDelay))
 	call(s.ScheduleRowCache(ctx, "r", retail.MinDuration))
 	call(s.ScheduleRowCache(ctx, "r", 0))             // unschedules
@@ -390,6 +415,10 @@ func TestStore_AcceptsLimits(t *testing.T) {
 		`CountView(<256 bytes>)`,
 		fmt.Sprintf(`SetPage(<2048 bytes>, <%d bytes>, %v)`, retail.MaxPageSize, retail.MaxPageTTL),
 		`SetPage("k", <0 bytes>, 1ms)`,
+		fmt.Sprintf(`SetItemPage(<256 bytes>, <2048 bytes>, <%d bytes>, %v)`, retail.MaxPageSize, retail.MaxPageTTL),
+		`SetItemPage("i", "k", <0 bytes>, 1ms)`,
+		`DeletePage(<2048 bytes>)`,
+		`PurgeItemPages(<256 bytes>)`,
 		fmt.Sprintf(`ScheduleRowCache(<256 bytes>, %v)`, retail.MaxRowDelay),
 		`ScheduleRowCache("r", 1ms)`,
 		`ScheduleRowCache("r", 0s)`,

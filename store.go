@@ -361,6 +361,49 @@ func (s *store) SetPage(ctx context.Context, key string, body []byte, ttl time.D
 	return nil
 }
 
+func (s *store) SetItemPage(ctx context.Context, item, key string, body []byte, ttl time.Duration) error {
+	const op = "SetItemPage"
+	if err := checkSetItemPage(item, key, body, ttl); err != nil {
+		return err
+	}
+	if err := s.begin(ctx); err != nil {
+		return fail(op, keyArg("key", key), err)
+	}
+	if err := s.d.SetItemPage(ctx, item, key, body, ttl); err != nil {
+		return fail(op, keyArg("key", key), err)
+	}
+	return nil
+}
+
+func (s *store) DeletePage(ctx context.Context, key string) error {
+	const op = "DeletePage"
+	if err := checkPageKey(op, key); err != nil {
+		return err
+	}
+	if err := s.begin(ctx); err != nil {
+		return fail(op, keyArg("key", key), err)
+	}
+	if err := s.d.DeletePage(ctx, key); err != nil {
+		return fail(op, keyArg("key", key), err)
+	}
+	return nil
+}
+
+func (s *store) PurgeItemPages(ctx context.Context, item string) (int, error) {
+	const op = "PurgeItemPages"
+	if err := checkID(op, "item", item); err != nil {
+		return 0, err
+	}
+	if err := s.begin(ctx); err != nil {
+		return 0, fail(op, keyArg("item", item), err)
+	}
+	n, err := s.d.PurgeItemPages(ctx, item)
+	if err != nil {
+		return 0, fail(op, keyArg("item", item), err)
+	}
+	return n, nil
+}
+
 func (s *store) ScheduleRowCache(ctx context.Context, row string, delay time.Duration) error {
 	const op = "ScheduleRowCache"
 	if err := checkScheduleRowCache(row, delay); err != nil {

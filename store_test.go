@@ -118,6 +118,16 @@ func storeCalls() []storeCall {
 		{"SetPage", `key "GET test.com/?item=1"`, `SetPage("GET test.com/?item=1", <4 bytes>, 1m0s)`, func(ctx context.Context, s retail.Store) error {
 			return s.SetPage(ctx, "GET test.com/?item=1", []byte("body"), time.Minute)
 		}},
+		{"SetItemPage", `key "GET test.com/?item=1"`, `SetItemPage("item-1", "GET test.com/?item=1", <4 bytes>, 1m0s)`, func(ctx context.Context, s retail.Store) error {
+			return s.SetItemPage(ctx, "item-1", "GET test.com/?item=1", []byte("body"), time.Minute)
+		}},
+		{"DeletePage", `key "GET test.com/?item=1"`, `DeletePage("GET test.com/?item=1")`, func(ctx context.Context, s retail.Store) error {
+			return s.DeletePage(ctx, "GET test.com/?item=1")
+		}},
+		{"PurgeItemPages", `item "item-1"`, `PurgeItemPages("item-1")`, func(ctx context.Context, s retail.Store) error {
+			_, err := s.PurgeItemPages(ctx, "item-1")
+			return err
+		}},
 		{"ScheduleRowCache", `row "row-1"`, `ScheduleRowCache("row-1", 1m0s)`, func(ctx context.Context, s retail.Store) error {
 			return s.ScheduleRowCache(ctx, "row-1", time.Minute)
 		}},
@@ -331,6 +341,8 @@ func TestStore_ErrorsShortenLongKeys(t *testing.T) {
 	wantOpError(t, "ItemRank(<MaxIDLen bytes>)", err, "ItemRank", `item "`+x64+`"…`, derr)
 	_, _, err = s.Page(ctx, strings.Repeat("x", retail.MaxPageKeyLen))
 	wantOpError(t, "Page(<MaxPageKeyLen bytes>)", err, "Page", `key "`+x64+`"…`, derr)
+	_, err = s.PurgeItemPages(ctx, strings.Repeat("x", retail.MaxIDLen))
+	wantOpError(t, "PurgeItemPages(<MaxIDLen bytes>)", err, "PurgeItemPages", `item "`+x64+`"…`, derr)
 }
 
 // statusOutcome is what a Store call returns when its driver reports a
@@ -447,6 +459,7 @@ func TestStore_PassesResultsThrough(t *testing.T) {
 		LoggedOut  int
 		Increment  int
 		Removed    int
+		Purged     int
 		Cart       map[string]int
 		Page       string
 		Value, Pop string
@@ -468,6 +481,8 @@ func TestStore_PassesResultsThrough(t *testing.T) {
 	got.LoggedOut, err = s.LogoutUser(ctx, "alice")
 	errs = append(errs, err)
 	got.Removed, err = s.CleanSessions(ctx, 0, 10)
+	errs = append(errs, err)
+	got.Purged, err = s.PurgeItemPages(ctx, "item")
 	errs = append(errs, err)
 	got.Increment, err = s.IncrementCart(ctx, "tok", "item", 1)
 	errs = append(errs, err)
@@ -492,7 +507,7 @@ func TestStore_PassesResultsThrough(t *testing.T) {
 	}
 	want := results{
 		User: [2]string{"alice", "alice"}, OK: [6]bool{true, true, true, true, true, true},
-		Items: []string{"b", "a"}, Count: 7, LoggedOut: 7, Increment: 7, Removed: 3,
+		Items: []string{"b", "a"}, Count: 7, LoggedOut: 7, Increment: 7, Removed: 3, Purged: 7,
 		Cart: map[string]int{"a": 2}, Page: "data", Value: "data", Pop: "data",
 		Rows: []string{"r1", "r2"}, Row: "data", Rank: 4,
 	}

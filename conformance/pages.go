@@ -26,6 +26,12 @@ var pageTests = []behaviour{
 	{name: "Pages_LimitsAccepted", test: testPageLimits},
 	{name: "Pages_ReturnedBytesAreCallers", test: testPageReturnedIsCallers},
 	{name: "Pages_SetPageCopiesBody", test: testPageSetCopies},
+	{name: "Pages_DeletePage", test: testPageDelete},
+	{name: "Pages_ItemPageIsAPage", test: testItemPageIsAPage},
+	{name: "Pages_PurgeItemPagesDeletesEveryVariant", test: testPurgeItemPages},
+	{name: "Pages_PurgeItemPagesCountsLivePages", test: testPurgeCountsLive},
+	{name: "Pages_ReplacedPageLeavesItsItem", test: testReplacedPageLeavesItsItem},
+	{name: "Pages_PurgedItemCachesAgain", test: testPurgedItemCachesAgain},
 }
 
 const pageTTL = 300 * time.Second
@@ -166,4 +172,118 @@ func testPageSetCopies(h *harness) {
 	h.setPage("key", body, pageTTL)
 	copy(body, "XXXX")
 	h.wantPage("key", "body")
+}
+
+func (h *harness) setItemPage(item, key string, body []byte, ttl time.Duration) {
+	h.t.Helper()
+	if err := h.s.SetItemPage(h.ctx, item, key, body, ttl); err != nil {
+		h.t.Fatalf("SetItemPage(%q, %q, %d bytes, %v) = %v, want nil", item, key, len(body), ttl, err)
+	}
+}
+
+func (h *harness) deletePage(key string) {
+	h.t.Helper()
+	if err := h.s.DeletePage(h.ctx, key); err != nil {
+		h.t.Fatalf("DeletePage(%q) = %v, want nil", key, err)
+	}
+}
+
+// wantPurged purges item's pages and fails unless want of them were live.
+func (h *harness) wantPurged(item string, want int) {
+	h.t.Helper()
+	n, err := h.s.PurgeItemPages(h.ctx, item)
+	if err != nil || n != want {
+		h.t.Errorf("PurgeItemPages(%q) = %d, %v, want %d, nil", item, n, err, want)
+	}
+}
+
+func testPageDelete(h *harness) {
+	h.setPage("a", []byte("page a"), pageTTL)
+	h.setPage("b", []byte("page b"), pageTTL)
+	h.setItemPage("item-1", "c", []byte("page c"), pageTTL)
+	h.deletePage("a")
+	h.wantNoPage("a")
+	h.wantPage("b", "page b")
+	h.deletePage("a") // absent: a no-op
+	h.deletePage("never-stored")
+	h.deletePage("c")
+	h.wantNoPage("c")
+	h.wantPurged("item-1", 0)
+	h.setPage("a", []byte("again"), pageTTL)
+	h.wantPage("a", "again")
+}
+
+func testItemPageIsAPage(h *harness) {
+	h.setItemPage("item-1", "GET /item?item=item-1", []byte("<p>1</p>"), 10*time.Second)
+	h.wantPage("GET /item?item=item-1", "<p>1</p>")
+	h.setItemPage("item-1", "GET /item?item=item-1", []byte("<p>one</p>"), 10*time.Second)
+	h.wantPage("GET /item?item=item-1", "<p>one</p>")
+	h.clock.Advance(10*time.Second - time.Millisecond)
+	h.wantPage("GET /item?item=item-1", "<p>one</p>")
+	h.clock.Advance(time.Millisecond)
+	h.wantNoPage("GET /item?item=item-1")
+	h.setItemPage("item-1", "empty", nil, pageTTL)
+	if body, ok := h.page("empty"); !ok || len(body) != 0 {
+		h.t.Errorf(`Page("empty") = %q, %v, want empty, true`, body, ok)
+	}
+}
+
+func testPurgeItemPages(h *harness) {
+	variants := []string{
+		"GET shop.test/item?item=item-1",
+		"GET shop.test/item?item=item-1&lang=fr",
+		"GET /item?item=item-1",
+		"{item-1}",
+	}
+	for _, key := range variants {
+		h.setItemPage("item-1", key, []byte("item-1 at "+key), pageTTL)
+	}
+	h.setItemPage("item-2", "GET shop.test/item?item=item-2", []byte("item-2"), pageTTL)
+	h.setPage("GET shop.test/", []byte("home"), pageTTL)
+	h.wantPurged("item-1", len(variants))
+	for _, key := range variants {
+		h.wantNoPage(key)
+	}
+	h.wantPage("GET shop.test/item?item=item-2", "item-2")
+	h.wantPage("GET shop.test/", "home")
+	h.wantPurged("item-1", 0)
+	h.wantPurged("never-stored", 0)
+	h.wantPurged("item-2", 1)
+	h.wantNoPage("GET shop.test/item?item=item-2")
+	h.wantPage("GET shop.test/", "home")
+}
+
+func testPurgeCountsLive(h *harness) {
+	h.setItemPage("item-1", "short", []byte("s"), time.Second)
+	h.setItemPage("item-1", "long", []byte("l"), time.Minute)
+	h.setItemPage("item-1", "deleted", []byte("d"), time.Minute)
+	h.deletePage("deleted")
+	h.clock.Advance(time.Second)
+	h.wantPurged("item-1", 1)
+	h.wantNoPage("long")
+	h.wantNoPage("short")
+}
+
+func testReplacedPageLeavesItsItem(h *harness) {
+	h.setItemPage("item-1", "by-setpage", []byte("old"), pageTTL)
+	h.setPage("by-setpage", []byte("new"), pageTTL)
+	h.setItemPage("item-1", "by-other-item", []byte("old"), pageTTL)
+	h.setItemPage("item-2", "by-other-item", []byte("item-2"), pageTTL)
+	h.setItemPage("item-1", "kept", []byte("item-1"), pageTTL)
+	h.wantPurged("item-1", 1)
+	h.wantNoPage("kept")
+	h.wantPage("by-setpage", "new")
+	h.wantPage("by-other-item", "item-2")
+	h.wantPurged("item-2", 1)
+	h.wantNoPage("by-other-item")
+	h.wantPage("by-setpage", "new")
+}
+
+func testPurgedItemCachesAgain(h *harness) {
+	h.setItemPage("item-1", "key", []byte("first"), pageTTL)
+	h.wantPurged("item-1", 1)
+	h.setItemPage("item-1", "key", []byte("second"), pageTTL)
+	h.wantPage("key", "second")
+	h.wantPurged("item-1", 1)
+	h.wantNoPage("key")
 }

@@ -117,6 +117,23 @@ type Store interface {
 	// considers live.
 	SetPage(ctx context.Context, key string, data []byte, ttl time.Duration) error
 
+	// SetItemPage stores data under key as SetPage does and records key as
+	// one of item's pages, replacing whatever item (or none) the key had.
+	// A page later stored under key with SetPage, or with SetItemPage for
+	// another item, is no longer item's.
+	SetItemPage(ctx context.Context, item, key string, data []byte, ttl time.Duration) error
+
+	// DeletePage deletes the page stored under key; nothing if there is
+	// none.
+	DeletePage(ctx context.Context, key string) error
+
+	// PurgeItemPages deletes every page still recorded as item's and
+	// returns how many of them existed (were live by the Store's clock, or
+	// at least not yet dropped by the backend). Pages stored with SetPage
+	// are untouched. A SetItemPage for item concurrent with the purge may
+	// survive it.
+	PurgeItemPages(ctx context.Context, item string) (n int, err error)
+
 	// ScheduleRowCache makes row due now and records its delay; a delay of
 	// zero or less unschedules it at the next claim.
 	ScheduleRowCache(ctx context.Context, row string, delay time.Duration) error

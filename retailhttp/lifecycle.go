@@ -120,6 +120,10 @@ func (m *SessionManager) Ensure(ctx context.Context, w http.ResponseWriter) (Ses
 // the request came with, so a token planted in a visitor's browser before
 // login never becomes a logged-in session (no session fixation).
 //
+// Values with a security meaning (a CSRF token, a "password confirmed"
+// mark) must be set anew after Login: a guest session's values come along,
+// and whoever planted a guest cookie in the browser may know them.
+//
 // The request's session is the one it came with (see [SessionFrom]), or
 // the one an earlier Ensure, Login or Renew of the same request returned.
 // Login must be called before the response's header is written, and ctx
@@ -127,7 +131,8 @@ func (m *SessionManager) Ensure(ctx context.Context, w http.ResponseWriter) (Ses
 // returns an error matching [retail.ErrInvalid] if user breaks the input
 // rules (1..[retail.MaxUserLen] bytes of valid UTF-8), and the Store's
 // error as the Store returned it if the Store fails; then no cookie is
-// set, and the old session is unchanged.
+// set, and the old session is unchanged, unless it was another user's,
+// which is logged out first.
 func (m *SessionManager) Login(ctx context.Context, w http.ResponseWriter, user string) (Session, error) {
 	if why := rules.User(user); why != "" {
 		return Session{}, invalid("SessionManager.Login", "user", why)
@@ -147,6 +152,8 @@ func (m *SessionManager) Login(ctx context.Context, w http.ResponseWriter, user 
 		if err := m.store.Logout(ctx, rs.cur.Token); err != nil {
 			return Session{}, err
 		}
+		// It is over whatever happens next.
+		rs.cur, rs.curOK = Session{}, false
 	case rs.curOK:
 		renewed, err = m.store.RenewSession(ctx, rs.cur.Token, s.Token, user)
 		if err != nil {

@@ -68,9 +68,10 @@ type store struct {
 	views  map[string]*rankKey // each item's current place in ranks
 	ranks  rankTree
 
-	pageMu sync.Mutex
-	pages  map[string]*page
-	expiry pageHeap
+	pageMu    sync.Mutex
+	pages     map[string]*page
+	expiry    pageHeap
+	itemPages map[string]map[string]*page // item -> its pages by key (SetItemPage)
 
 	rowMu    sync.Mutex
 	rows     map[string]*rowEntry
@@ -117,6 +118,7 @@ func newDriver(opts Options) (*store, error) {
 		byUser:      make(map[string]*session),
 		views:       make(map[string]*rankKey),
 		pages:       make(map[string]*page),
+		itemPages:   make(map[string]map[string]*page),
 		rows:        make(map[string]*rowEntry),
 		rowData:     make(map[string][]byte),
 	}, nil

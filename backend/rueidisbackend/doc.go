@@ -174,14 +174,16 @@
 // The old and the new token's keys live on different slots of a cluster, so
 // RenewSession works in two steps (on a single server too, so that one path
 // is tested everywhere): it copies the old session into a new one under the
-// new token and indexes it, then deletes the old one and moves the user's
-// index entry to the new token. Both tokens are live between the steps, so
-// a concurrent CheckToken finds one of them. If the second step does not
-// happen (a crash, a lost connection, a context that ends), RenewSession
-// returns an error and the caller hands the new token to nobody: the old
-// session is unchanged and still works, and the new one, listed in no
-// user's index, expires by the idle timeout and is removed by cleaning or
-// by its keys' TTLs. If the old session is gone when the second step runs
+// new token and indexes it (in the cleaning index and its user's index),
+// then deletes the old one and drops the old token's entries. Both tokens
+// are live between the steps, so a concurrent CheckToken finds one of them,
+// and a concurrent LogoutUser ends the new one even if the old one is gone
+// by the time it looks. If the second step does not happen (a crash, a lost
+// connection, a context that ends), RenewSession returns an error and the
+// caller hands the new token to nobody: the old session is unchanged and
+// still works, and the new one, which no browser holds, is listed with its
+// user's sessions (so LogoutUser ends it too) until it expires by the idle
+// timeout and is removed by cleaning or by its keys' TTLs. If the old session is gone when the second step runs
 // (a concurrent Logout or RenewSession), the new one is deleted again and
 // RenewSession reports that there was no session. A write to the old token
 // that lands between the copy and the deletion is lost with it.

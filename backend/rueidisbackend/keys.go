@@ -80,3 +80,9 @@ func (k keys) row(row string) string  { return k.prefix + "row:" + row }
 // schedule and delay share the {rows} slot so one script claims due rows.
 func (k keys) schedule() string { return k.prefix + "{rows}:schedule" }
 func (k keys) delay() string    { return k.prefix + "{rows}:delay" }
+
+// itemPages is the set of the page keys (as given to SetItemPage, without
+// the prefix) stored as item's pages, on a slot of its own. Its members
+// may name pages that expired or were replaced: PurgeItemPages checks each
+// page's owner before deleting it.
+func (k keys) itemPages(item string) string { return k.prefix + "itempages:{" + tag(item) + "}" }

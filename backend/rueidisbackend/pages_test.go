@@ -53,3 +53,43 @@ func TestSetPage_KeyOutlivesExpiryByTTLSlack(t *testing.T) {
 		}
 	}
 }
+
+// TestSetItemPage_IndexOutlivesItsPages checks on miniredis that an item's
+// index of pages lives as long as its longest-lived page plus TTLSlack,
+// never shortened by a later, shorter page, and that a purge deletes it.
+func TestSetItemPage_IndexOutlivesItsPages(t *testing.T) {
+	mr := startMiniredis(t)
+	clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+	const slack = time.Hour
+	s, err := rueidisbackend.New(miniredisClientOf(t, mr, rueidis.ClientOption{}),
+		rueidisbackend.Options{Clock: clock, TTLSlack: slack})
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := rueidisbackend.DefaultPrefix + "itempages:{item-1}"
+	for _, c := range []struct {
+		key  string
+		ttl  time.Duration
+		want time.Duration
+	}{
+		{"a", time.Minute, time.Minute + slack},
+		{"b", 10 * time.Minute, 10*time.Minute + slack},
+		{"c", time.Second, 10*time.Minute + slack},
+	} {
+		if err := s.SetItemPage(bg, "item-1", c.key, []byte("page"), c.ttl); err != nil {
+			t.Fatal(err)
+		}
+		if got := mr.TTL(index); got != c.want {
+			t.Errorf("index TTL after SetItemPage(%q, ttl %v) = %v, want %v", c.key, c.ttl, got, c.want)
+		}
+		if got := mr.TTL(rueidisbackend.DefaultPrefix + "page:" + c.key); got != c.ttl+slack {
+			t.Errorf("page TTL after SetItemPage(%q, ttl %v) = %v, want %v", c.key, c.ttl, got, c.ttl+slack)
+		}
+	}
+	if n, err := s.PurgeItemPages(bg, "item-1"); n != 3 || err != nil {
+		t.Errorf("PurgeItemPages = %d, %v, want 3, nil", n, err)
+	}
+	if mr.Exists(index) {
+		t.Errorf("the index outlived the purge")
+	}
+}

@@ -84,10 +84,18 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string) 
 		return st, err
 	}
 	s.own.wrote(nw.login, []byte(newLogin))
+	// The new session joins its user's index before the old one is
+	// deleted, so that a LogoutUser running between the steps, which may
+	// no longer find the old one, finds the new one.
+	var indexing []call
 	if s.cluster {
-		if err := s.send(ctx, []call{s.indexCall(newToken, stamp)}); err != nil {
-			return 0, err
-		}
+		indexing = append(indexing, s.indexCall(newToken, stamp))
+	}
+	if newUser != "" {
+		indexing = append(indexing, s.addUserCall(newUser, newToken, cstamp))
+	}
+	if err := s.send(ctx, indexing); err != nil {
+		return 0, err
 	}
 
 	// Step 2: delete the old session.
@@ -107,8 +115,5 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string) 
 	}
 	calls := s.unindexEnded([]ended{e})
 	calls = append(calls, s.unindexDropped(newToken, dropped, newUser)...)
-	if newUser != "" {
-		calls = append(calls, s.addUserCall(newUser, newToken, cstamp))
-	}
 	return driver.OK, s.send(ctx, calls)
 }

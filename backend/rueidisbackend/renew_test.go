@@ -52,10 +52,12 @@ func TestRenewSession_FailureBetweenStepsIsRepaired(t *testing.T) {
 		if _, ok, err := s.RefreshSession(bg, old, ""); !ok || err != nil {
 			t.Errorf("RefreshSession(old) = %v, %v; want a live session", ok, err)
 		}
-		// The new session was handed to nobody, and nothing lists it.
+		// The new session was handed to nobody; it is alice's, so it is
+		// listed with her sessions, and logging her out everywhere would
+		// end it too.
 		infos, err := s.UserSessions(bg, "alice")
-		if err != nil || len(infos) != 1 || infos[0].Token != old {
-			t.Errorf("UserSessions(alice) = %+v, %v; want the old session only", infos, err)
+		if err != nil || len(infos) != 2 || infos[0].Token != old || infos[1].Token != renewed {
+			t.Errorf("UserSessions(alice) = %+v, %v; want the old session and the orphan", infos, err)
 		}
 		if n, err := s.SessionCount(bg); n != 2 || err != nil {
 			t.Errorf("SessionCount() = %d, %v; want 2 (the old session and the orphan)", n, err)

@@ -87,6 +87,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer closeStore()
 
 	cat := newCatalog()
+	// One page cache for the pages and the row cacher: a row refreshed with
+	// new data (a price change) purges its item's cached pages.
+	if opts.Pages, err = retail.NewPageCache(store, retail.PageCacheOptions{}); err != nil {
+		return err
+	}
 	handler, err := newShop(store, cat, opts)
 	if err != nil {
 		return err
@@ -103,7 +108,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	workCtx, stopWorkers := context.WithCancel(context.Background())
 	defer stopWorkers()
-	workers, err := startWorkers(workCtx, store, cat, logger)
+	workers, err := startWorkers(workCtx, store, cat, opts.Pages, logger)
 	if err != nil {
 		return err
 	}
@@ -134,7 +139,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // startWorkers runs the book's three background loops until ctx ends. Rows
 // of every item are scheduled for caching first, so that item pages read
 // them from the row cache.
-func startWorkers(ctx context.Context, store retail.Store, cat catalog, logger *slog.Logger) (*sync.WaitGroup, error) {
+func startWorkers(ctx context.Context, store retail.Store, cat catalog, pages *retail.PageCache, logger *slog.Logger) (*sync.WaitGroup, error) {
 	for id := range cat {
 		if err := store.ScheduleRowCache(ctx, id, rowDelay); err != nil {
 			return nil, err
@@ -148,7 +153,7 @@ func startWorkers(ctx context.Context, store retail.Store, cat catalog, logger *
 		return it, nil
 	}
 	cleaner, errC := retail.NewSessionCleaner(store, retail.SessionCleanerOptions{Logger: logger})
-	cacher, errR := retail.NewRowCacher(store, load, retail.RowCacherOptions{Logger: logger})
+	cacher, errR := retail.NewRowCacher(store, load, retail.RowCacherOptions{Pages: pages, Logger: logger})
 	rescaler, errV := retail.NewViewRescaler(store, retail.ViewRescalerOptions{Logger: logger})
 	if err := errors.Join(errC, errR, errV); err != nil {
 		return nil, err

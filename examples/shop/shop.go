@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -45,6 +48,9 @@ type shopOptions struct {
 	SigningKey []byte
 	// Secure marks the session cookie Secure (for a shop behind HTTPS).
 	Secure bool
+	// Pages is the page cache, shared with the row cacher so that a changed
+	// row purges its item's pages; a new one over the store if nil.
+	Pages *retail.PageCache
 	// Lifetime is the store's session lifetime, which the cookie's lifetime
 	// follows; retail.DefaultLifetime if zero.
 	Lifetime time.Duration
@@ -75,9 +81,12 @@ func newShop(store retail.Store, cat catalog, opts shopOptions) (http.Handler, e
 		return nil, err
 	}
 	s.sessions = sessions
-	cache, err := retail.NewPageCache(store, retail.PageCacheOptions{})
-	if err != nil {
-		return nil, err
+	cache := opts.Pages
+	if cache == nil {
+		var err error
+		if cache, err = retail.NewPageCache(store, retail.PageCacheOptions{}); err != nil {
+			return nil, err
+		}
 	}
 	pages, err := retailhttp.NewPageMiddleware(cache, retailhttp.PageMiddlewareOptions{Logger: opts.Logger})
 	if err != nil {
@@ -93,6 +102,11 @@ func newShop(store retail.Store, cat catalog, opts shopOptions) (http.Handler, e
 	mux.HandleFunc("GET /login", s.loginForm)
 	mux.HandleFunc("POST /login", s.login)
 	mux.HandleFunc("POST /logout", s.logout)
+	mux.HandleFunc("GET /checkout", s.checkout)
+	mux.HandleFunc("POST /checkout", s.placeOrder)
+	mux.HandleFunc("GET /favicon.ico", favicon)
+	mux.HandleFunc("GET /favicon.svg", favicon)
+	mux.HandleFunc("/", s.notFound)
 
 	// Cross-origin POSTs (a form on another site) are refused; SameSite=Lax
 	// cookies already keep them anonymous.
@@ -225,7 +239,7 @@ func (s *shop) item(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ok {
-		http.NotFound(w, r)
+		s.notFound(w, r)
 		return
 	}
 	c, err := s.common(w, r, it.Name)
@@ -271,35 +285,101 @@ func (s *shop) loadItem(ctx context.Context, id string) (item, bool, error) {
 	return s.catalog[id], true, nil
 }
 
+// cartLine is a line of the cart as the cart and checkout pages show it.
+type cartLine struct {
+	itemLink
+	Count int
+	Total string
+}
+
+// lines returns the lines of cart in catalog order and their total.
+func (s *shop) lines(cart map[string]int) ([]cartLine, string) {
+	var lines []cartLine
+	total := 0
+	for _, id := range s.catalog.ids() {
+		n := cart[id]
+		if n <= 0 {
+			continue
+		}
+		cents := n * s.catalog[id].Cents
+		total += cents
+		lines = append(lines, cartLine{itemLink: s.link(id), Count: n, Total: price(cents)})
+	}
+	return lines, price(total)
+}
+
+type cartPage struct {
+	common
+	Lines []cartLine
+	Total string
+	Order string // the order number, on the confirmation page
+}
+
 func (s *shop) cart(w http.ResponseWriter, r *http.Request) {
-	type line struct {
-		itemLink
-		Count int
-		Total string
-	}
-	type cartPage struct {
-		common
-		Lines []line
-		Total string
-	}
 	c, err := s.common(w, r, "Cart")
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	p := cartPage{common: c}
-	total := 0
-	for _, id := range s.catalog.ids() {
-		n := c.cart[id]
-		if n <= 0 {
-			continue
-		}
-		cents := n * s.catalog[id].Cents
-		total += cents
-		p.Lines = append(p.Lines, line{itemLink: s.link(id), Count: n, Total: price(cents)})
-	}
-	p.Total = price(total)
+	p.Lines, p.Total = s.lines(c.cart)
 	s.render(w, r, "cart", p)
+}
+
+// checkout shows the order summary: what the order holds and costs,
+// before it is placed. There is no payment in this demonstration.
+func (s *shop) checkout(w http.ResponseWriter, r *http.Request) {
+	c, err := s.common(w, r, "Order summary")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	p := cartPage{common: c}
+	p.Lines, p.Total = s.lines(c.cart)
+	if len(p.Lines) == 0 {
+		http.Redirect(w, r, "/cart", http.StatusSeeOther)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	s.render(w, r, "checkout", p)
+}
+
+// placeOrder places the order (a real shop would take payment and write
+// the order to its database here), empties the cart and confirms.
+func (s *shop) placeOrder(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	sess, ok := retailhttp.SessionFrom(ctx)
+	if !ok {
+		http.Redirect(w, r, "/cart", http.StatusSeeOther)
+		return
+	}
+	c, err := s.common(w, r, "Thank you")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	p := cartPage{common: c, Order: orderNumber()}
+	p.Lines, p.Total = s.lines(c.cart)
+	if len(p.Lines) == 0 {
+		http.Redirect(w, r, "/cart", http.StatusSeeOther)
+		return
+	}
+	for _, l := range p.Lines {
+		if err := s.store.AddToCart(ctx, sess.Token, l.ID, 0); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	p.CartUnits = 0
+	s.render(w, r, "ordered", p)
+}
+
+// orderNumber returns a new order number: a demonstration has no order
+// database to number orders in, so it is random.
+func orderNumber() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return strings.ToUpper(hex.EncodeToString(b[:]))
 }
 
 // setCartLine sets the count of an item in the cart, from the cart page:
@@ -366,10 +446,15 @@ type loginPage struct {
 	Next  string // where to go after logging in
 }
 
-// localPath returns p if it is a path on this site, and "/" otherwise, so
-// that a login link cannot send a visitor to another site.
+// localPath returns p if it is a path (with a query) on this site, and "/"
+// otherwise, so that a login link cannot send a visitor to another site.
+// Browsers drop tabs and newlines from URLs and read "\\" as "/", so
+// "/\t/evil.test" or "/\\evil.test" would leave the site: only a plain
+// absolute path, which url.Parse reads with no scheme and no host, stays.
 func localPath(p string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") {
+	u, err := url.Parse(p)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil ||
+		!strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\t\r\n") {
 		return "/"
 	}
 	return p
@@ -435,5 +520,43 @@ func (s *shop) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() == nil {
 		s.log.ErrorContext(r.Context(), "shop: request failed", "path", r.URL.Path, "err", err)
 	}
-	http.Error(w, "Sorry, something went wrong. Please try again.", http.StatusInternalServerError)
+	s.errorPage(w, r, http.StatusInternalServerError, "Something went wrong", "Sorry, something went wrong on our side. Please try again in a moment.")
+}
+
+// notFound answers a page the shop does not have, in the shop's layout.
+func (s *shop) notFound(w http.ResponseWriter, r *http.Request) {
+	s.errorPage(w, r, http.StatusNotFound, "Not found", "We have no page at this address. Perhaps the item is no longer for sale.")
+}
+
+// errorPage renders the error template. It does not look at the session,
+// which may be what failed.
+func (s *shop) errorPage(w http.ResponseWriter, r *http.Request, status int, title, message string) {
+	type errorData struct {
+		common
+		Status  int
+		Message string
+	}
+	var b bytes.Buffer
+	data := errorData{common: common{Title: title, Rendered: time.Now().Format(time.TimeOnly)}, Status: status, Message: message}
+	if err := templates.ExecuteTemplate(&b, "error", data); err != nil {
+		http.Error(w, message, status)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(b.Bytes())
+}
+
+// faviconSVG is the shop's icon: a teapot's silhouette on the brand colour.
+const faviconSVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">` +
+	`<rect width="32" height="32" rx="6" fill="#a33"/>` +
+	`<path d="M8 13h14v7a6 6 0 0 1-6 6h-2a6 6 0 0 1-6-6z" fill="#fff"/>` +
+	`<path d="M22 15h2a3 3 0 0 1 0 6h-2" stroke="#fff" stroke-width="2" fill="none"/>` +
+	`<rect x="12" y="9" width="6" height="3" rx="1" fill="#fff"/></svg>`
+
+func favicon(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "image/svg+xml")
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	io.WriteString(w, faviconSVG)
 }

@@ -369,7 +369,8 @@ func TestShop_GuestCartSurvivesLogin(t *testing.T) {
 
 func TestShop_LoginRefusesToLeaveTheSite(t *testing.T) {
 	s := newTestShop(t, shopOptions{})
-	for _, next := range []string{"https://evil.test/", "//evil.test/", "/\\evil.test", "javascript:alert(1)"} {
+	for _, next := range []string{"https://evil.test/", "//evil.test/", "/\\evil.test", "javascript:alert(1)",
+		"/\t/evil.test/", "/\n/evil.test/", "/\r/evil.test/", "/%09/evil.test/x\x00", "\\\\evil.test"} {
 		v := s.visitor()
 		v.client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 		p := v.post("/login", url.Values{"user": {"alice"}, "next": {next}})
@@ -623,5 +624,73 @@ func TestRun_RejectsBadFlags(t *testing.T) {
 		if err := run(context.Background(), args, &out, &out); err == nil {
 			t.Errorf("run(%q) = nil, want an error", args)
 		}
+	}
+}
+
+func TestShop_NotFoundPagesAreStyledAndUncached(t *testing.T) {
+	s := newTestShop(t, shopOptions{})
+	v := s.visitor()
+	for _, path := range []string{"/nowhere", "/item?item=unicorn", "/item"} {
+		p := v.get(path)
+		if p.status != http.StatusNotFound || !strings.Contains(p.body, `<h1 id="error">Not found</h1>`) || !strings.Contains(p.body, `class="brand"`) {
+			t.Errorf("GET %s: status %d, want 404 with the shop's styled page; body:\n%s", path, p.status, p.body)
+		}
+		if got := p.header.Get("X-Cache"); got == "hit" {
+			t.Errorf("GET %s: X-Cache = %q, a 404 must not be served from the cache", path, got)
+		}
+	}
+}
+
+func TestShop_ServesAFavicon(t *testing.T) {
+	s := newTestShop(t, shopOptions{})
+	v := s.visitor()
+	for _, path := range []string{"/favicon.ico", "/favicon.svg"} {
+		p := v.get(path)
+		if p.status != http.StatusOK || p.header.Get("Content-Type") != "image/svg+xml" || !strings.HasPrefix(p.body, "<svg") {
+			t.Errorf("GET %s: status %d, Content-Type %q, want 200 and an SVG", path, p.status, p.header.Get("Content-Type"))
+		}
+	}
+	if p := v.get("/"); !strings.Contains(p.body, `<link rel="icon" href="/favicon.svg"`) {
+		t.Errorf("home page does not link its icon")
+	}
+}
+
+func TestShop_CheckoutSummarisesAndPlacesTheOrder(t *testing.T) {
+	s := newTestShop(t, shopOptions{})
+	v := s.visitor()
+	v.client.CheckRedirect = nil
+	if p := v.get("/checkout"); !strings.Contains(p.body, `id="empty"`) {
+		t.Errorf("checkout with an empty cart does not lead to the (empty) cart")
+	}
+	v.addToCart("kettle", "2")
+	v.addToCart("mug", "1")
+	p := v.get("/checkout")
+	if diff := cmp.Diff([]string{"Electric kettle", "Stoneware mug"}, linksIn(p, "summary")); diff != "" {
+		t.Errorf("order summary lines mismatch (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(p.body, `id="total">$68.97`) || !strings.Contains(p.body, `id="place-order"`) {
+		t.Errorf("order summary lacks the total $68.97 (2 x $29.99 + $8.99) or the button to place the order")
+	}
+	p = v.post("/checkout", nil)
+	if !regexp.MustCompile(`id="order">Your order number is <b>[0-9A-F]{8}</b>`).MatchString(p.body) || !strings.Contains(p.body, `id="total">$68.97`) {
+		t.Errorf("order confirmation lacks an order number or the total; body:\n%s", p.body)
+	}
+	if p := v.get("/cart"); !strings.Contains(p.body, `id="empty"`) || cartUnits(p) != 0 {
+		t.Errorf("the cart is not empty after the order was placed")
+	}
+}
+
+func TestShop_PopularItemsShowWholeViewCounts(t *testing.T) {
+	ctx := context.Background()
+	s := newTestShop(t, shopOptions{})
+	for range 3 {
+		s.visitor().get("/item?item=mug")
+	}
+	if err := s.store.RescaleViews(ctx, 10, 0.5); err != nil {
+		t.Fatal(err)
+	}
+	p := s.visitor().get("/")
+	if !strings.Contains(p.body, "Stoneware mug</a> · 2 views") || strings.Contains(p.body, "1.5 views") {
+		t.Errorf("home after a rescale of 3 views: want %q (1.5 shown rounded); body:\n%s", "2 views", p.body)
 	}
 }
