@@ -108,3 +108,60 @@ func fullVisit(t *testing.T, s *testShop) {
 		t.Errorf("cart still shown after logout")
 	}
 }
+
+// The flood: 300 anonymous requests of a popular item page, each
+// with a junk parameter, on a private redis-server. Unknown parameters are
+// served but not cached, so they add no keys (a few are allowed for the
+// item's one page and the view counts).
+func TestShop_JunkQueryStringsAddNoKeysOnRedis(t *testing.T) {
+	srv, err := redistest.StartServer()
+	if err != nil {
+		redistest.Skip(t, "no Redis server: "+err.Error())
+	}
+	t.Cleanup(func() { srv.Close() })
+	prefix := uniquePrefix()
+	store, _, closeStore, err := backends.Open([]string{srv.Addr()}, backends.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatalf("backends.Open(%s) = %v", srv.Addr(), err)
+	}
+	t.Cleanup(closeStore)
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	keys := func() int {
+		t.Helper()
+		n := 0
+		for cursor := uint64(0); ; {
+			e, err := client.Do(context.Background(), client.B().Scan().Cursor(cursor).Match(prefix+"*").Count(1000).Build()).AsScanEntry()
+			if err != nil {
+				t.Fatalf("SCAN: %v", err)
+			}
+			n += len(e.Elements)
+			if cursor = e.Cursor; cursor == 0 {
+				return n
+			}
+		}
+	}
+
+	s := newTestShopOn(t, store, shopOptions{})
+	for range 3 {
+		s.visitor().get("/item?item=kettle")
+	}
+	if got := s.visitor().get("/item?item=kettle&utm_source=news&utm_medium=mail").header.Get("X-Cache"); got != "hit" {
+		t.Errorf("the kettle's page with tracking parameters: X-Cache = %q, want hit", got)
+	}
+	before := keys()
+	for i := range 300 {
+		p := s.visitor().get(fmt.Sprintf("/item?item=kettle&junk=%d", i))
+		if p.status != http.StatusOK || p.header.Get("X-Cache") != "bypass" {
+			t.Fatalf("junk request %d: status %d, X-Cache %q, want 200, bypass", i, p.status, p.header.Get("X-Cache"))
+		}
+	}
+	after := keys()
+	t.Logf("keys with the store's prefix: %d before 300 junk requests, %d after", before, after)
+	if after-before > 0 || after > 20 {
+		t.Errorf("keys with the store's prefix: %d before 300 junk requests, %d after; want no more (and at most 20 in all)", before, after)
+	}
+}
