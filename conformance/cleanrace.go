@@ -81,15 +81,8 @@ func testCleanRefreshDuringPass(h *harness) {
 		})
 		wg.Go(func() {
 			<-began
-			for !finished.Load() {
-				_, ok, err := h.s.CheckToken(h.ctx, tokens[0])
-				if err != nil {
-					h.t.Errorf("CheckToken(%q) during cleaning = %v, want nil error", tokens[0], err)
-					return
-				}
-				if !ok {
-					break
-				}
+			if !untilRemoved(h, tokens[0], &finished) {
+				return
 			}
 			refresh(h, refreshed[:1])
 			overlap = !finished.Load()
@@ -189,15 +182,8 @@ func testCleanRefreshSessionDuringPass(h *harness) {
 		})
 		wg.Go(func() {
 			<-began
-			for !finished.Load() {
-				_, ok, err := h.s.CheckToken(h.ctx, tokens[0])
-				if err != nil {
-					h.t.Errorf("CheckToken(%q) during cleaning = %v, want nil error", tokens[0], err)
-					return
-				}
-				if !ok {
-					break
-				}
+			if !untilRemoved(h, tokens[0], &finished) {
+				return
 			}
 			for i, token := range targets {
 				user, ok, err := h.s.RefreshSession(h.ctx, token, "fresh-item")
@@ -234,4 +220,21 @@ func testCleanRefreshSessionDuringPass(h *harness) {
 		}
 	}
 	h.t.Logf("no refresh found its session while a pass ran, in %d rounds: this run could not see the race", rounds)
+}
+
+// untilRemoved waits until a cleaning pass that is running (until finished)
+// has removed token, the oldest session, or has finished. It reports false
+// if CheckToken failed, which it has reported.
+func untilRemoved(h *harness, token string, finished *atomic.Bool) bool {
+	for !finished.Load() {
+		_, ok, err := h.s.CheckToken(h.ctx, token)
+		if err != nil {
+			h.t.Errorf("CheckToken(%q) during cleaning = %v, want nil error", token, err)
+			return false
+		}
+		if !ok {
+			break
+		}
+	}
+	return true
 }
