@@ -24,7 +24,7 @@ import (
 
 // waitLimit bounds every wait in these tests: a watchdog, not a
 // performance threshold.
-const waitLimit = 10 * time.Second
+const waitLimit = 30 * time.Second
 
 // testShop is a shop served by httptest.
 type testShop struct {
