@@ -17,25 +17,27 @@ import (
 //
 // KEYS: the session's. ARGV: sessionArgs, item, count or increment, "set"
 // or "add", the most lines, the largest count. Answers {status, count}.
-var cartWrite = sessionScript(`
+var cartWrite = sessionScript(cartBody)
+
+const cartBody = `
 local s = sessionAt(KEYS[1], KEYS[2])
 if not s or not s.live then return {NO_SESSION} end
 local item, n = ARGV[7], tonumber(ARGV[8])
-local old = redis.call('HGET', KEYS[4], item)
+local old = redis.call('HGET', KEYS[3], item)
 local count = n
 if ARGV[9] == 'add' then
   count = (old and tonumber(old) or 0) + n
   if count > tonumber(ARGV[11]) then return {TOO_MANY} end
 end
 if count <= 0 then
-  redis.call('HDEL', KEYS[4], item)
+  redis.call('HDEL', KEYS[3], item)
   return {OK, 0}
 end
-if not old and redis.call('HLEN', KEYS[4]) >= tonumber(ARGV[10]) then return {FULL} end
-redis.call('HSET', KEYS[4], item, count)
-redis.call('PEXPIRE', KEYS[4], keyTTL(s.created, s.deadline))
+if not old and redis.call('HLEN', KEYS[3]) >= tonumber(ARGV[10]) then return {FULL} end
+redis.call('HSET', KEYS[3], item, count)
+redis.call('PEXPIRE', KEYS[3], keyTTL(s.created, s.deadline))
 return {OK, count}
-`)
+`
 
 var (
 	maxCartLines = itoa(retail.MaxCartLines)
@@ -45,7 +47,11 @@ var (
 // writeCart runs cartWrite on token's session.
 func (s *store) writeCart(ctx context.Context, token, item string, n int, mode string) (int, driver.Status, error) {
 	args := s.sessionArgs(s.nowMs(), "", item, itoa(n), mode, maxCartLines, maxCartCount)
-	reply, err := s.do(ctx, s.scriptCall(cartWrite, s.k.session(token).all(), args))[0].ToArray()
+	msg, err := s.runScript(ctx, s.batches.cart, cartWrite, s.k.session(token).all(), args)
+	if err != nil {
+		return 0, 0, err
+	}
+	reply, err := msg.ToArray()
 	if err != nil {
 		return 0, 0, err
 	}

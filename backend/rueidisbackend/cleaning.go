@@ -92,6 +92,9 @@ func (s *store) cleanRound(ctx context.Context, keep, limit int, start float64, 
 		tokens = append(tokens, pairs[i])
 		stamps = append(stamps, pairs[i+1])
 	}
+	if !s.cluster {
+		return s.cleanAt(ctx, tokens, stamps, start)
+	}
 	outcome, err := s.deleteSessions(ctx, tokens, stamps)
 	if err != nil {
 		return 0, false, err
@@ -140,7 +143,7 @@ var cleanSessions = newScript(`
 local DELETED, KEPT, NO_SESSION = 1, 0, 2
 local out = {}
 for i = 1, #ARGV do
-  local b = (i - 1) * 5
+  local b = (i - 1) * 4
   local seen = redis.call('GET', KEYS[b + 2])
   local stamp = seen and string.match(seen, '^%S+')
   if stamp and tonumber(stamp) ~= tonumber(ARGV[i]) then
@@ -148,13 +151,93 @@ for i = 1, #ARGV do
     out[#out + 1] = stamp
   else
     local login = redis.call('GET', KEYS[b + 1])
-    redis.call('DEL', KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4], KEYS[b + 5])
+    redis.call('DEL', KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4])
     out[#out + 1] = stamp and DELETED or NO_SESSION
     out[#out + 1] = stamp and login or false
   end
 end
 return out
 `)
+
+// cleanSettle is cleanSessions and reindex in one step, for a single server,
+// where a script may write the sessions and the index together: each
+// session whose stamp is still the one read is deleted with its index
+// entry, the entry of one refreshed since is moved up to its stamp, and an
+// entry without a session is removed if its stamp is below ARGV[1] (see
+// stale). It answers as cleanSessions.
+//
+// KEYS: index, then the keys of each session in the order of
+// sessionKeys.all. ARGV: the stray bound, then the token and the stamp read
+// of each session.
+var cleanSettle = newScript(`
+local DELETED, KEPT, NO_SESSION = 1, 0, 2
+local bound, n = tonumber(ARGV[1]), (#ARGV - 1) / 2
+-- each calls cmd with key followed by args, at most 1000 at once.
+local function each(cmd, key, args)
+  for i = 1, #args, 1000 do
+    if key then
+      redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
+    else
+      redis.call(cmd, unpack(args, i, math.min(i + 999, #args)))
+    end
+  end
+end
+local logins, seens = {}, {}
+for j = 1, n do
+  logins[j], seens[j] = KEYS[4 * j - 2], KEYS[4 * j - 1]
+end
+logins, seens = redis.call('MGET', unpack(logins)), redis.call('MGET', unpack(seens))
+local out, dels, unindexed = {}, {}, {}
+for j = 1, n do
+  local token, read = ARGV[2 * j], tonumber(ARGV[2 * j + 1])
+  local stamp = seens[j] and string.match(seens[j], '^%S+')
+  if stamp and tonumber(stamp) ~= read then
+    redis.call('ZADD', KEYS[1], 'XX', 'GT', stamp, token)
+    out[#out + 1] = KEPT
+    out[#out + 1] = stamp
+  else
+    for k = 4 * j - 2, 4 * j + 1 do dels[#dels + 1] = KEYS[k] end
+    if stamp or read < bound then unindexed[#unindexed + 1] = token end
+    out[#out + 1] = stamp and DELETED or NO_SESSION
+    out[#out + 1] = stamp and logins[j] or false
+  end
+end
+each('DEL', nil, dels)
+each('ZREM', KEYS[1], unindexed)
+return out
+`)
+
+// cleanAt is cleanRound's second step on a single server: one script
+// deletes the sessions read and settles their index entries, and one
+// removes the deleted sessions from their users' indexes.
+func (s *store) cleanAt(ctx context.Context, tokens, stamps []string, start float64) (removed int, progress bool, err error) {
+	keys := make([]string, 1, 1+4*len(tokens))
+	keys[0] = s.k.index()
+	args := make([]string, 1, 1+2*len(tokens))
+	args[0] = formatStamp(start - float64(strayGrace.Milliseconds()))
+	for i, t := range tokens {
+		keys = append(keys, s.k.session(t).all()...)
+		args = append(args, t, stamps[i])
+	}
+	outcome, err := s.outcomes(s.do(ctx, s.scriptCall(cleanSettle, keys, args)), tokens)
+	if err != nil {
+		return 0, false, err
+	}
+	var gone []ended
+	for i, o := range outcome {
+		switch {
+		case o.code == cleanDeleted:
+			removed++
+			if l, ok := parseLogin(o.extra); ok && l.user != "" {
+				gone = append(gone, ended{token: tokens[i], user: l.user, cstamp: l.cstamp})
+			}
+			progress = true
+		case o.code == cleanNoSession && stale(stamps[i], start), o.code == cleanKept:
+			progress = true
+		}
+	}
+	return removed, progress, s.send(ctx, s.unindexEnded(gone))
+}
 
 // cleanSessions' answers, one a session (the script's DELETED, KEPT and
 // NO_SESSION).
@@ -185,12 +268,18 @@ func (s *store) deleteSessions(ctx context.Context, tokens, stamps []string) ([]
 		}
 		replies = s.do(ctx, calls...)
 	} else {
-		all := make([]string, 0, 5*len(tokens))
+		all := make([]string, 0, 4*len(tokens))
 		for _, ks := range keysOf {
 			all = append(all, ks.all()...)
 		}
 		replies = s.do(ctx, s.scriptCall(cleanSessions, all, stamps))
 	}
+	return s.outcomes(replies, tokens)
+}
+
+// outcomes parses the answers of cleanSessions or cleanSettle for the
+// sessions of tokens, noting the logins deleted.
+func (s *store) outcomes(replies []rueidis.RedisResult, tokens []string) ([]cleanOutcome, error) {
 	out := make([]cleanOutcome, 0, len(tokens))
 	for _, r := range replies {
 		pairs, err := r.ToArray()
@@ -214,7 +303,7 @@ func (s *store) deleteSessions(ctx context.Context, tokens, stamps []string) ([]
 	}
 	for i, o := range out {
 		if o.code != cleanKept {
-			s.own.deleted(keysOf[i].login)
+			s.own.deleted(s.k.sessionKey(loginKind, tokens[i]))
 		}
 	}
 	return out, nil

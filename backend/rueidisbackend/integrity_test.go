@@ -166,8 +166,7 @@ func wantWholeKeyspace(t *testing.T, s *rueidisbackend.Store, c rueidis.Client, 
 // read it from the package doc.
 func sessionKeys(prefix, token string) layoutKeys {
 	tag := "{" + escapeTag(token) + "}"
-	return layoutKeys{prefix + "login:" + tag, prefix + "seen:" + tag, prefix + "recent:" + tag,
-		prefix + "cart:" + tag, prefix + "values:" + tag}
+	return layoutKeys{prefix + "login:" + tag, prefix + "seen:" + tag, prefix + "cart:" + tag, prefix + "values:" + tag}
 }
 
 // userKey is the key of user's index, as the package doc gives it.
@@ -176,9 +175,9 @@ func userKey(prefix, user string) string { return prefix + "user:{" + escapeTag(
 func escapeTag(s string) string { return strings.NewReplacer("%", "%25", "}", "%7D").Replace(s) }
 
 // layoutKeys are the keys of one session.
-type layoutKeys struct{ login, seen, recent, cart, values string }
+type layoutKeys struct{ login, seen, cart, values string }
 
-func (k layoutKeys) all() []string { return []string{k.login, k.seen, k.recent, k.cart, k.values} }
+func (k layoutKeys) all() []string { return []string{k.login, k.seen, k.cart, k.values} }
 
 // scanAll returns the keys matching pattern on every node.
 func scanAll(t *testing.T, c rueidis.Client, pattern string) []string {

@@ -24,15 +24,14 @@ func tag(s string) string {
 //     when the session starts, when its user changes, and when its coarse
 //     idle deadline needs moving (at most once every half idle timeout), so
 //     client-side caches of it stay valid across page views.
-//   - seen holds the last-seen stamp, written on every refresh; it lives
-//     apart from login so that refreshes do not invalidate cached logins.
-//   - recent is the list of recently viewed items, newest first.
+//   - seen holds the last-seen stamp and the recently viewed items,
+//     written on every refresh; it lives apart from login so that
+//     refreshes do not invalidate cached logins.
 //   - cart is the hash item -> count.
 //   - values is the hash key -> value of the session's values.
 const (
 	loginKind  = "login"
 	seenKind   = "seen"
-	recentKind = "recent"
 	cartKind   = "cart"
 	valuesKind = "values"
 )
@@ -43,7 +42,7 @@ func (k keys) sessionKey(kind, token string) string {
 }
 
 // sessionKeys are the keys of one session.
-type sessionKeys struct{ login, seen, recent, cart, values string }
+type sessionKeys struct{ login, seen, cart, values string }
 
 // session returns all the keys of token's session, escaping the token once.
 func (k keys) session(token string) sessionKeys {
@@ -51,16 +50,15 @@ func (k keys) session(token string) sessionKeys {
 	return sessionKeys{
 		login:  k.prefix + loginKind + t,
 		seen:   k.prefix + seenKind + t,
-		recent: k.prefix + recentKind + t,
 		cart:   k.prefix + cartKind + t,
 		values: k.prefix + valuesKind + t,
 	}
 }
 
 // all lists the keys in the order every session script takes them (see
-// prelude): login, seen, recent, cart, values.
+// prelude): login, seen, cart, values.
 func (sk sessionKeys) all() []string {
-	return []string{sk.login, sk.seen, sk.recent, sk.cart, sk.values}
+	return []string{sk.login, sk.seen, sk.cart, sk.values}
 }
 
 // index is the sorted set token -> last-seen stamp that cleaning reads.

@@ -10,7 +10,7 @@ import (
 )
 
 // endSession deletes a session's keys, unless ARGV[9] is "1" and the
-// session belongs to another user than ARGV[8]. On a single server (KEYS[6]
+// session belongs to another user than ARGV[8]. On a single server (KEYS[5]
 // given) it also removes the token's index entry, in the same step.
 //
 // KEYS: the session's, then index, optional. ARGV: sessionArgs, token,
@@ -19,10 +19,10 @@ import (
 // user's session, left alone) or {OK, login, seen or nil, 1 if it was
 // live else 0}.
 var endSession = sessionScript(`
-local s = sessionAt(KEYS[1], KEYS[2])
+local s = sessionAt(KEYS[1], KEYS[2], true)
 if s and ARGV[9] == '1' and s.user ~= ARGV[8] then return {EXISTS} end
 dropSession()
-if KEYS[6] then redis.call('ZREM', KEYS[6], ARGV[7]) end
+if KEYS[5] then redis.call('ZREM', KEYS[5], ARGV[7]) end
 if not s then return {NO_SESSION} end
 return {OK, s.login, s.seen or false, s.live and 1 or 0}
 `)
@@ -100,10 +100,7 @@ func (s *store) unindexEnded(gone []ended) []call {
 	if len(pairs) > 0 {
 		calls = append(calls, s.unindexCall(pairs))
 	}
-	for _, u := range users {
-		calls = append(calls, s.unindexUserCall(u, byUser[u]))
-	}
-	return calls
+	return append(calls, s.unindexUsersCalls(users, byUser)...)
 }
 
 // Logout implements driver.Store: a script deletes the session's keys (and,

@@ -11,12 +11,11 @@ import (
 // copy.
 //
 // KEYS: the session's. ARGV: sessionArgs. Answers {NO_SESSION} or {OK,
-// login, seen, recent items, cart pairs, values pairs}.
+// login, seen, cart pairs, values pairs}.
 var readSession = sessionScript(`
-local s = sessionAt(KEYS[1], KEYS[2])
+local s = sessionAt(KEYS[1], KEYS[2], true)
 if not s or not s.live then return {NO_SESSION} end
-return {OK, s.login, s.seen or '', redis.call('LRANGE', KEYS[3], 0, -1),
-  redis.call('HGETALL', KEYS[4]), redis.call('HGETALL', KEYS[5])}
+return {OK, s.login, s.seen or '', redis.call('HGETALL', KEYS[3]), redis.call('HGETALL', KEYS[4])}
 `)
 
 // RenewSession implements driver.Store in two steps, since the two tokens'
@@ -48,16 +47,20 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string) 
 	if st, err := status(reply); err != nil || st != driver.OK {
 		return st, err
 	}
-	if len(reply) < 6 {
+	if len(reply) < 5 {
 		return 0, errShortReply
 	}
 	login, err := reply[1].ToString()
 	if err != nil {
 		return 0, err
 	}
-	var data [3][]string // recent, cart, values
-	for i := range data {
-		if data[i], err = reply[3+i].AsStrSlice(); err != nil {
+	seen, err := reply[2].ToString()
+	if err != nil {
+		return 0, err
+	}
+	data := [3][]string{recentOf(seen)} // recent, cart, values
+	for i := 1; i < len(data); i++ {
+		if data[i], err = reply[2+i].AsStrSlice(); err != nil {
 			return 0, err
 		}
 	}

@@ -12,8 +12,7 @@ import (
 // the session is surely live (its lifetime permitting) and no round trip is
 // made; past it, the exact last-seen time is read from the server.
 func (s *store) CheckToken(ctx context.Context, token string) (string, bool, error) {
-	ks := s.k.session(token)
-	v, ok, err := s.cachedValue(ctx, ks.login)
+	v, ok, err := s.cachedValue(ctx, s.k.sessionKey(loginKind, token))
 	if !ok {
 		return "", false, err
 	}
@@ -28,7 +27,7 @@ func (s *store) CheckToken(ctx context.Context, token string) (string, bool, err
 	case now < l.deadline:
 		return l.user, true, nil
 	}
-	seen, err := s.c.Do(ctx, s.c.B().Get().Key(ks.seen).Build()).ToString()
+	seen, err := s.c.Do(ctx, s.c.B().Get().Key(s.k.sessionKey(seenKind, token)).Build()).ToString()
 	if rueidis.IsRedisNil(err) {
 		return "", false, nil
 	}
@@ -44,7 +43,7 @@ func (s *store) CheckToken(ctx context.Context, token string) (string, bool, err
 
 // startSession creates a session unless a live one holds the keys, dropping
 // an expired one first, and fills it with the data RenewSession moves. On a
-// single server (KEYS 6 and 7 given) it also indexes the session.
+// single server (KEYS 5 and 6 given) it also indexes the session.
 //
 // KEYS: the session's, then index and the user's index, optional.
 // ARGV: sessionArgs, token, login value, then three lists, each its length
@@ -62,22 +61,21 @@ local c, d = string.match(login, '^(%S+) (%S+) ')
 local _, created = stampMs(c)
 local ttl = keyTTL(created, tonumber(d))
 redis.call('SET', KEYS[1], login, 'PX', ttl)
-redis.call('SET', KEYS[2], SEEN, 'PX', ttl)
-local i = 9
-for k = 3, 5 do
-  local n = tonumber(ARGV[i])
+local n = tonumber(ARGV[9])
+local seen = SEEN
+if n > 0 then seen = joinSeen(SEEN, n, table.concat({unpack(ARGV, 10, 9 + n)}, '\n') .. '\n') end
+redis.call('SET', KEYS[2], seen, 'PX', ttl)
+local i = 10 + n
+for k = 3, 4 do
+  n = tonumber(ARGV[i])
   if n > 0 then
-    if k == 3 then
-      redis.call('RPUSH', KEYS[k], unpack(ARGV, i + 1, i + n))
-    else
-      redis.call('HSET', KEYS[k], unpack(ARGV, i + 1, i + n))
-    end
+    redis.call('HSET', KEYS[k], unpack(ARGV, i + 1, i + n))
     redis.call('PEXPIRE', KEYS[k], ttl)
   end
   i = i + n + 1
 end
-if KEYS[6] then redis.call('ZADD', KEYS[6], STAMP, ARGV[7]) end
-if KEYS[7] then indexUser(KEYS[7], ARGV[7], string.match(c, '^[^/]+')) end
+if KEYS[5] then redis.call('ZADD', KEYS[5], STAMP, ARGV[7]) end
+if KEYS[6] then indexUser(KEYS[6], ARGV[7], string.match(c, '^[^/]+')) end
 return {OK, dropped}
 `)
 
@@ -145,15 +143,17 @@ func (s *store) unindexDropped(token, droppedLogin, user string) []call {
 // coarse deadline is less than half an idle timeout away, and only then
 // writes the session's stamp to the index, so that most refreshes touch
 // neither a cached key nor the shared index (cleaning corrects index
-// entries that lag behind). On a single server (KEYS 6 and 7 given) it does
+// entries that lag behind). On a single server (KEYS 5 and 6 given) it does
 // the index and view writes itself; in a cluster the caller does them once
 // the script has answered.
 //
 // KEYS: the session's, then index and viewed, optional. ARGV: sessionArgs,
 // token, item ("" for none), recent limit. Answers {NO_SESSION} or {OK,
 // user, the login written or nil, the session's stamp}.
-var refreshSession = sessionScript(`
-local s = sessionAt(KEYS[1], KEYS[2])
+var refreshSession = sessionScript(refreshBody)
+
+const refreshBody = `
+local s = sessionAt(KEYS[1], KEYS[2], true)
 if not s or not s.live then return {NO_SESSION} end
 local login, deadline = false, s.deadline
 if deadline - NOW < HALF then
@@ -161,21 +161,18 @@ if deadline - NOW < HALF then
   login = s.c .. ' ' .. NEWD .. ' ' .. s.user
 end
 local ttl = keyTTL(s.created, deadline)
-local seen = SEEN
-if s.seen and s.stamp >= tonumber(STAMP) then seen = s.seen end
-redis.call('SET', KEYS[2], seen, 'PX', ttl)
+local seen = writeSeen(s, ARGV[8], ARGV[9], ttl)
 if login then
   redis.call('SET', KEYS[1], login, 'PX', ttl)
   expireRest(ttl)
 end
-if ARGV[8] ~= '' then pushRecent(ARGV[8], ARGV[9], ttl) end
 local stamp = string.match(seen, '^%S+')
-if KEYS[6] then
-  if login then redis.call('ZADD', KEYS[6], stamp, ARGV[7]) end
-  if ARGV[8] ~= '' then redis.call('ZINCRBY', KEYS[7], -1, ARGV[8]) end
+if KEYS[5] then
+  if login then redis.call('ZADD', KEYS[5], stamp, ARGV[7]) end
+  if ARGV[8] ~= '' then redis.call('ZINCRBY', KEYS[6], '-1', ARGV[8]) end
 end
 return {OK, s.user, login, stamp}
-`)
+`
 
 // RefreshSession implements driver.Store. On a single server it is one
 // script. In a cluster the index and the view counts live on other slots,
@@ -189,8 +186,12 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 	if !s.cluster {
 		keys = append(keys, s.k.index(), s.k.viewed())
 	}
-	res, err := s.do(ctx, s.scriptCall(refreshSession, keys,
-		s.sessionArgs(now, seenValue(stamp, now), token, item, s.limit)))[0].ToArray()
+	msg, err := s.runScript(ctx, s.batches.refresh, refreshSession, keys,
+		s.sessionArgs(now, seenValue(stamp, now), token, item, s.limit))
+	if err != nil {
+		return "", false, err
+	}
+	res, err := msg.ToArray()
 	if err != nil {
 		return "", false, err
 	}
@@ -235,20 +236,21 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 // new session. It writes the login only when the user changes, the session
 // is new or the coarse deadline needs moving, keeps the largest last-seen
 // stamp (so the stamp and the index agree whatever order concurrent updates
-// land in), and moves the item to the front of the recent list. On a single
-// server (KEYS 6 to 8 given) it also writes the index, the view count and
-// the user's index.
+// land in), and moves the item to the front of the recent items. On a single
+// server (KEYS 5 to 7 given) it also writes the view count, the user's
+// index and, when it writes the login, the index (as refreshSession).
 //
 // KEYS: the session's, then index, viewed and the user's index, optional.
 // ARGV: sessionArgs, token, user, item ("" for none), recent limit. Answers
 // {1 if the session is new else 0, the login written or nil, its created
 // stamp, the login of the session replaced or of the user replaced, or
 // nil}.
-var updateToken = sessionScript(`
-local s = sessionAt(KEYS[1], KEYS[2])
+var updateToken = sessionScript(updateBody)
+
+const updateBody = `
+local s = sessionAt(KEYS[1], KEYS[2], true)
 local USER, ITEM = ARGV[8], ARGV[9]
 local fresh, login, prev, cstamp, ttl = 0, false, false, STAMP, nil
-local seen = SEEN
 if s and s.live then
   cstamp = s.cstamp
   local deadline = s.deadline
@@ -258,7 +260,6 @@ if s and s.live then
     if s.user ~= USER then prev = s.login end
   end
   ttl = keyTTL(s.created, deadline)
-  if s.seen and s.stamp >= tonumber(STAMP) then seen = s.seen end
   if login then
     redis.call('SET', KEYS[1], login, 'PX', ttl)
     expireRest(ttl)
@@ -266,20 +267,20 @@ if s and s.live then
 else
   if s then prev = s.login end
   dropSession()
+  s = nil
   fresh = 1
   login = NEWC .. ' ' .. NEWD .. ' ' .. USER
   ttl = keyTTL(NOW, tonumber(NEWD))
   redis.call('SET', KEYS[1], login, 'PX', ttl)
 end
-redis.call('SET', KEYS[2], seen, 'PX', ttl)
-if ITEM ~= '' then pushRecent(ITEM, ARGV[10], ttl) end
-if KEYS[6] then
-  redis.call('ZADD', KEYS[6], string.match(seen, '^%S+'), ARGV[7])
-  if ITEM ~= '' then redis.call('ZINCRBY', KEYS[7], -1, ITEM) end
-  if fresh == 1 or prev then indexUser(KEYS[8], ARGV[7], cstamp) end
+local seen = writeSeen(s, ITEM, ARGV[10], ttl)
+if KEYS[5] then
+  if login then redis.call('ZADD', KEYS[5], string.match(seen, '^%S+'), ARGV[7]) end
+  if ITEM ~= '' then redis.call('ZINCRBY', KEYS[6], '-1', ITEM) end
+  if fresh == 1 or prev then indexUser(KEYS[7], ARGV[7], cstamp) end
 end
 return {fresh, login, cstamp, prev}
-`)
+`
 
 // UpdateToken implements driver.Store in one round trip: on a single
 // server one script; in a cluster the session script, the index entry and
@@ -293,16 +294,25 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	if !s.cluster {
 		keys = append(keys, s.k.index(), s.k.viewed(), s.k.user(user))
 	}
-	calls := []call{s.scriptCall(updateToken, keys,
-		s.sessionArgs(now, seenValue(stamp, now), token, user, item, s.limit))}
+	args := s.sessionArgs(now, seenValue(stamp, now), token, user, item, s.limit)
+	var msg rueidis.RedisMessage
+	var err error
+	var res []rueidis.RedisResult
 	if s.cluster {
-		calls = append(calls, s.indexCall(token, stamp))
+		calls := []call{s.scriptCall(updateToken, keys, args), s.indexCall(token, stamp)}
 		if item != "" {
 			calls = append(calls, s.viewCall(item))
 		}
+		res = s.do(ctx, calls...)
+		msg, err = res[0].ToMessage()
+		res = res[1:]
+	} else {
+		msg, err = s.runScript(ctx, s.batches.update, updateToken, keys, args)
 	}
-	res := s.do(ctx, calls...)
-	reply, err := res[0].ToArray()
+	if err != nil {
+		return err
+	}
+	reply, err := msg.ToArray()
 	if err != nil {
 		return err
 	}
@@ -320,7 +330,7 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	if wrote {
 		s.own.wrote(ks.login, []byte(login))
 	}
-	for _, r := range res[1:] {
+	for _, r := range res {
 		if err := r.Error(); err != nil {
 			return err
 		}
@@ -341,19 +351,19 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	return s.send(ctx, more)
 }
 
-// RecentItems implements driver.Store. The list changes on every view, so
-// it is not cached.
+// RecentItems implements driver.Store, reading the items from the seen key,
+// which changes on every view and so is not cached.
 func (s *store) RecentItems(ctx context.Context, token string) ([]string, error) {
 	ks := s.k.session(token)
-	msg, ok, err := s.readLive(ctx, ks, s.c.B().Lrange().Key(ks.recent).Start(0).Stop(-1).Build())
-	if !ok {
+	res := s.c.DoMulti(ctx, s.c.B().Get().Key(ks.login).Build(), s.c.B().Get().Key(ks.seen).Build())
+	if live, err := s.liveFrom(res[0], res[1]); !live || err != nil {
 		return nil, err
 	}
-	items, err := msg.AsStrSlice()
-	if err != nil || len(items) == 0 {
+	seen, err := res[1].ToString()
+	if err != nil && !rueidis.IsRedisNil(err) {
 		return nil, err
 	}
-	return items, nil
+	return recentOf(seen), nil
 }
 
 // SessionCount implements driver.Store.

@@ -3,6 +3,7 @@ package rueidisbackend
 import (
 	"context"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -12,7 +13,8 @@ import (
 
 // A session's state lives in two keys on its slot: login, holding
 // "CREATED DEADLINE USER", and seen, holding the last-seen stamp (see
-// seenValue). CREATED is the stamp the session was created (or last logged
+// seenValue) followed by the recently viewed items (see recentOf), which
+// change on the same refreshes. CREATED is the stamp the session was created (or last logged
 // in) with, formatted as createdField; DEADLINE is Unix ms by the Store's
 // clock. A session is live at now iff
 //
@@ -84,7 +86,8 @@ func parseLogin(v string) (l login, ok bool) {
 // parseSeen parses a seen key's value (see seenValue) into its stamp and
 // the last-seen time in Unix ms.
 func parseSeen(v string) (stamp float64, lastSeen int64, ok bool) {
-	st, ms, two := strings.Cut(v, " ")
+	head, _, _ := strings.Cut(v, "\n")
+	st, ms, two := strings.Cut(head, " ")
 	stamp, err := strconv.ParseFloat(st, 64)
 	if err != nil {
 		return 0, 0, false
@@ -98,8 +101,27 @@ func parseSeen(v string) (stamp float64, lastSeen int64, ok bool) {
 
 // stampOf returns the stamp of a seen value, as the index holds it.
 func stampOf(seen string) string {
-	st, _, _ := strings.Cut(seen, " ")
+	head, _, _ := strings.Cut(seen, "\n")
+	st, _, _ := strings.Cut(head, " ")
 	return st
+}
+
+// recentOf returns the recently viewed items a seen value holds, newest
+// first. The value is "HEAD" when there are none, else "HEAD\nN\nITEMS":
+// HEAD as seenValue writes it, N the number of items and ITEMS the items,
+// each followed by "\n" (items hold no control characters). Keeping them
+// in the seen key, which every refresh rewrites anyway, saves a key per
+// session and the list commands of every view.
+func recentOf(seen string) []string {
+	_, rest, ok := strings.Cut(seen, "\n")
+	if !ok {
+		return nil
+	}
+	_, items, ok := strings.Cut(rest, "\n")
+	if !ok || items == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(items, "\n"), "\n")
 }
 
 // readLive sends cmd, a read of one of a session's keys, together with
@@ -188,14 +210,27 @@ func (s *store) live(now, created, lastSeen int64) bool {
 // prelude starts every script that reads a session's state. Its KEYS start
 // with the session's keys in the order of sessionKeys.all; its ARGV with
 // sessionArgs. The scripts answer with driver.Status values.
+//
+// A script body names its keys and arguments KEYS[B+n] and ARGV[A+n] (the
+// bodies are written KEYS[n] and ARGV[n]; sessionScript rewrites them), and
+// frame reads the arguments every session script starts with, so that the
+// batched form of a script (see batchScript) can run the body for session
+// after session, moving B and A on.
 var prelude = `
 local OK, NO_SESSION, EXISTS, FULL, TOO_MANY = ` + strings.Join([]string{
 	itoa(int(driver.OK)), itoa(int(driver.NoSession)), itoa(int(driver.Exists)),
 	itoa(int(driver.Full)), itoa(int(driver.TooMany))}, ", ") + `
-local NOW, SEEN, IDLE, LIFE, SLACK, NEWD = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
-local STAMP = string.match(SEEN, '^%S*')
-local NEWC = (string.gsub(SEEN, ' ', '/')) -- the created field of a session created now
-local HALF = math.floor(IDLE / 2)
+local B, A = 0, 0 -- where the current session's KEYS and ARGV start
+local NOW, SEEN, IDLE, LIFE, SLACK, NEWD, STAMP, NEWC, HALF
+
+-- frame reads the current session's sessionArgs.
+local function frame()
+  NOW, SEEN, IDLE = tonumber(ARGV[A + 1]), ARGV[A + 2], tonumber(ARGV[A + 3])
+  LIFE, SLACK, NEWD = tonumber(ARGV[A + 4]), tonumber(ARGV[A + 5]), ARGV[A + 6]
+  STAMP = string.match(SEEN, '^%S*')
+  NEWC = (string.gsub(SEEN, ' ', '/')) -- the created field of a session created now
+  HALF = math.floor(IDLE / 2)
+end
 
 -- stampMs returns the stamp and the ms of a seen value ("STAMP" or
 -- "STAMP MS") or of a created field ("STAMP" or "STAMP/MS").
@@ -207,19 +242,60 @@ local function stampMs(v)
   return st, tonumber(ms)
 end
 
+-- The seen key holds "HEAD" or "HEAD\nN\nITEMS": the last-seen stamp, and
+-- the N recently viewed items, newest first, each followed by "\n" (see
+-- recentOf in state.go).
+
+-- splitSeen returns a seen value's head, item count and items.
+local function splitSeen(v)
+  local a = string.find(v, '\n', 1, true)
+  if not a then return v, 0, '' end
+  local b = string.find(v, '\n', a + 1, true)
+  return string.sub(v, 1, a - 1), tonumber(string.sub(v, a + 1, b - 1)), string.sub(v, b + 1)
+end
+
+-- joinSeen is splitSeen's inverse.
+local function joinSeen(head, n, items)
+  if n == 0 then return head end
+  return head .. '\n' .. n .. '\n' .. items
+end
+
+-- viewItem returns n items with item moved or put first, keeping limit.
+local function viewItem(n, items, item, limit)
+  local p = string.find('\n' .. items, '\n' .. item .. '\n', 1, true)
+  if p then
+    return n, item .. '\n' .. string.sub(items, 1, p - 1) .. string.sub(items, p + #item + 1)
+  end
+  items, n = item .. '\n' .. items, n + 1
+  while n > limit do
+    items, n = string.match(items, '^(.*\n)[^\n]*\n$'), n - 1
+  end
+  return n, items
+end
+
 -- sessionAt returns the session in the given login and seen keys, or nil.
-local function sessionAt(loginKey, seenKey)
+-- It reads the seen key only if withSeen is true or the coarse deadline
+-- has passed: before it the session is surely not idle-expired (s.seen is
+-- then nil).
+local function sessionAt(loginKey, seenKey, withSeen)
   local v = redis.call('GET', loginKey)
   if not v then return nil end
   local c, d, u = string.match(v, '^(%S+) (%-?%d+) (.*)$')
   if not c then return nil end -- not written by this version: no session
   local cstamp, created = stampMs(c)
   if not cstamp then return nil end
-  local s = {login = v, c = c, cstamp = string.match(c, '^[^/]+'), created = created, deadline = tonumber(d), user = u}
-  s.seen = redis.call('GET', seenKey)
+  local s = {login = v, c = c, cstamp = string.match(c, '^[^/]+'), created = created, deadline = tonumber(d), user = u,
+    n = 0, items = ''}
   s.last = s.created
-  if s.seen then s.stamp, s.last = stampMs(s.seen) end
-  s.live = NOW < s.last + IDLE and NOW < s.created + LIFE
+  if withSeen or NOW >= s.deadline then
+    s.seen = redis.call('GET', seenKey)
+    if s.seen then
+      local head
+      head, s.n, s.items = splitSeen(s.seen)
+      s.stamp, s.last = stampMs(head)
+    end
+  end
+  s.live = NOW < s.created + LIFE and (NOW < s.deadline or NOW < s.last + IDLE)
   return s
 end
 
@@ -231,26 +307,31 @@ local function keyTTL(created, deadline)
   return math.max(math.min(deadline + IDLE - HALF, created + LIFE) - NOW + SLACK, 1)
 end
 
--- expireRest sets ttl on the session's recent, cart and values keys.
-local function expireRest(ttl)
-  redis.call('PEXPIRE', KEYS[3], ttl)
-  redis.call('PEXPIRE', KEYS[4], ttl)
-  redis.call('PEXPIRE', KEYS[5], ttl)
+-- writeSeen writes the seen key of session s (nil for a new one) at ttl:
+-- the stamp SEEN, unless s holds a newer one (so that the stamp only grows
+-- whatever order concurrent refreshes land in), and its recent items with
+-- item ('' for none) first, keeping limit. It returns the value written.
+local function writeSeen(s, item, limit, ttl)
+  local head, n, items = SEEN, 0, ''
+  if s and s.seen then
+    n, items = s.n, s.items
+    if s.stamp >= tonumber(STAMP) then head = string.match(s.seen, '^[^\n]*') end
+  end
+  if item ~= '' then n, items = viewItem(n, items, item, tonumber(limit)) end
+  local seen = joinSeen(head, n, items)
+  redis.call('SET', KEYS[B + 2], seen, 'PX', ttl)
+  return seen
 end
 
--- pushRecent moves item to the front of the recent list, keeping limit.
-local function pushRecent(item, limit, ttl)
-  if redis.call('LINDEX', KEYS[3], 0) ~= item then
-    redis.call('LREM', KEYS[3], 1, item)
-    redis.call('LPUSH', KEYS[3], item)
-    redis.call('LTRIM', KEYS[3], 0, tonumber(limit) - 1)
-  end
-  redis.call('PEXPIRE', KEYS[3], ttl)
+-- expireRest sets ttl on the session's cart and values keys.
+local function expireRest(ttl)
+  redis.call('PEXPIRE', KEYS[B + 3], ttl)
+  redis.call('PEXPIRE', KEYS[B + 4], ttl)
 end
 
 -- dropSession deletes every key of the session.
 local function dropSession()
-  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+  redis.call('DEL', KEYS[B + 1], KEYS[B + 2], KEYS[B + 3], KEYS[B + 4])
 end
 
 -- indexUser adds token, created with stamp c, to a user's index, drops entries of
@@ -263,5 +344,38 @@ local function indexUser(key, token, c)
 end
 `
 
-// sessionScript is a script that starts with prelude.
-func sessionScript(body string) *script { return newScript(prelude + body) }
+// sessionScript is a script that starts with prelude and runs body once.
+func sessionScript(body string) *script {
+	return newScript(prelude + "frame()\n" + offsetArgs(body))
+}
+
+// batchScript is the batched form of a session script: its ARGV are the
+// number of KEYS and of ARGV each session takes, then the sessions' ARGV
+// one after the other, its KEYS the sessions' KEYS, and it answers with the
+// array of body's answers, one a session, as one atomic step.
+func batchScript(body string) *script {
+	return newScript(prelude + "local function one()\n" + offsetArgs(body) + `
+end
+local nk, na, out = tonumber(ARGV[1]), tonumber(ARGV[2]), {}
+for j = 0, #KEYS / nk - 1 do
+  B, A = j * nk, 2 + j * na
+  frame()
+  out[j + 1] = one()
+end
+return out
+`)
+}
+
+var argRef = regexp.MustCompile(`\b(KEYS|ARGV)\[(\d+)\]`)
+
+// offsetArgs rewrites a script body's KEYS[n] and ARGV[n] to KEYS[B+n] and
+// ARGV[A+n] (see prelude).
+func offsetArgs(body string) string {
+	return argRef.ReplaceAllStringFunc(body, func(ref string) string {
+		m := argRef.FindStringSubmatch(ref)
+		if m[1] == "KEYS" {
+			return "KEYS[B + " + m[2] + "]"
+		}
+		return "ARGV[A + " + m[2] + "]"
+	})
+}

@@ -88,6 +88,7 @@ type store struct {
 	idle     int64 // IdleTimeout in ms
 	life     int64 // Lifetime in ms
 	cluster  bool
+	batches  struct{ refresh, update, cart *batcher } // nil in a cluster (see batch.go)
 
 	// timeArgs are IdleTimeout, Lifetime and TTLSlack in ms, formatted for
 	// the session scripts (see sessionArgs).
@@ -160,6 +161,13 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 		cluster:  c.Mode() == rueidis.ClientModeCluster,
 	}
 	d.idleArg, d.lifeArg = i64(d.idle), i64(d.life)
+	if !d.cluster {
+		// KEYS and ARGV of each call, as RefreshSession, UpdateToken and
+		// writeCart build them on a single server.
+		d.batches.refresh = newBatcher(d, refreshBody, refreshSession, 6, 9)
+		d.batches.update = newBatcher(d, updateBody, updateToken, 7, 10)
+		d.batches.cart = newBatcher(d, cartBody, cartWrite, 4, 11)
+	}
 	return &Store{Store: retail.NewStore(d), d: d}, nil
 }
 

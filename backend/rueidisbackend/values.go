@@ -15,11 +15,11 @@ import (
 var setValue = sessionScript(`
 local s = sessionAt(KEYS[1], KEYS[2])
 if not s or not s.live then return {NO_SESSION} end
-if redis.call('HEXISTS', KEYS[5], ARGV[7]) == 0 and redis.call('HLEN', KEYS[5]) >= tonumber(ARGV[9]) then
+if redis.call('HEXISTS', KEYS[4], ARGV[7]) == 0 and redis.call('HLEN', KEYS[4]) >= tonumber(ARGV[9]) then
   return {FULL}
 end
-redis.call('HSET', KEYS[5], ARGV[7], ARGV[8])
-redis.call('PEXPIRE', KEYS[5], keyTTL(s.created, s.deadline))
+redis.call('HSET', KEYS[4], ARGV[7], ARGV[8])
+redis.call('PEXPIRE', KEYS[4], keyTTL(s.created, s.deadline))
 return {OK}
 `)
 
@@ -53,9 +53,9 @@ func (s *store) Value(ctx context.Context, token, key string) ([]byte, bool, err
 var popValue = sessionScript(`
 local s = sessionAt(KEYS[1], KEYS[2])
 if not s or not s.live then return {NO_SESSION} end
-local v = redis.call('HGET', KEYS[5], ARGV[7])
+local v = redis.call('HGET', KEYS[4], ARGV[7])
 if not v then return {NO_SESSION} end
-redis.call('HDEL', KEYS[5], ARGV[7])
+redis.call('HDEL', KEYS[4], ARGV[7])
 return {OK, v}
 `)
 

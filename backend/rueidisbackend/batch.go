@@ -1,0 +1,133 @@
+package rueidisbackend
+
+import (
+	"context"
+	"sync"
+
+	"github.com/redis/rueidis"
+)
+
+// On a single server, the session scripts that every request runs
+// (refreshSession, updateToken, cartWrite) are group-committed: calls that
+// arrive while maxInFlight batches of the same script are on their way
+// wait, and go out together as one call of the script's batched form (see
+// batchScript), which runs the script for each in turn as one atomic step.
+// Under load this replaces many small script calls by few large ones,
+// saving the server the fixed cost of each call (parsing, the script
+// lookup, the shared arguments) and the client a command per call; a lone
+// caller is sent at once, in a batch of one. Each call still gets its own
+// answer, exactly as the script alone would give it: batching changes when
+// a call reaches the server, never what it does there. In a cluster the
+// sessions of a batch would live on different slots, so calls go one by
+// one.
+const (
+	maxInFlight = 2   // batches of one script on their way at once
+	maxBatch    = 256 // calls in one batch
+)
+
+// batcher group-commits the calls of one session script.
+type batcher struct {
+	s       *store
+	one     *script // the script, for a batch of one
+	many    *script // its batched form
+	nk, na  int     // KEYS and ARGV a call takes
+	mu      sync.Mutex
+	queue   []*pending
+	sending int // batches on their way
+}
+
+// pending is a call waiting for its answer.
+type pending struct {
+	keys, args []string
+	done       chan struct{} // closed once reply and err are set
+	reply      rueidis.RedisMessage
+	err        error
+}
+
+func newBatcher(s *store, body string, one *script, keys, args int) *batcher {
+	return &batcher{s: s, one: one, many: batchScript(body), nk: keys, na: args}
+}
+
+// runScript runs the session script sc with keys and args and returns its
+// answer: through b, its batcher, if it has one (on a single server).
+func (s *store) runScript(ctx context.Context, b *batcher, sc *script, keys, args []string) (rueidis.RedisMessage, error) {
+	if b == nil || len(keys) != b.nk || len(args) != b.na {
+		return s.do(ctx, s.scriptCall(sc, keys, args))[0].ToMessage()
+	}
+	return b.do(ctx, keys, args)
+}
+
+// do runs the script on keys and args, in a batch with whatever other calls
+// are waiting, and returns its answer. If ctx ends first, do returns its
+// error at once; the call may still run.
+func (b *batcher) do(ctx context.Context, keys, args []string) (rueidis.RedisMessage, error) {
+	p := &pending{keys: keys, args: args, done: make(chan struct{})}
+	b.mu.Lock()
+	b.queue = append(b.queue, p)
+	if b.sending < maxInFlight {
+		b.sending++
+		batch := b.take()
+		b.mu.Unlock()
+		b.send(context.WithoutCancel(ctx), batch)
+	} else {
+		b.mu.Unlock()
+	}
+	select {
+	case <-p.done:
+		return p.reply, p.err
+	case <-ctx.Done():
+		return rueidis.RedisMessage{}, ctx.Err()
+	}
+}
+
+// take removes the next batch from the queue; b.mu is held.
+func (b *batcher) take() []*pending {
+	n := min(len(b.queue), maxBatch)
+	batch := make([]*pending, n)
+	copy(batch, b.queue)
+	b.queue = append(b.queue[:0], b.queue[n:]...)
+	return batch
+}
+
+// send sends batch and answers its calls; then, if calls queued up
+// meanwhile, it hands its place to a goroutine that sends them, so that its
+// caller does not wait for other callers' batches.
+func (b *batcher) send(ctx context.Context, batch []*pending) {
+	replies, err := b.run(ctx, batch)
+	for i, p := range batch {
+		if err != nil {
+			p.err = err
+		} else {
+			p.reply = replies[i]
+		}
+		close(p.done)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.queue) == 0 {
+		b.sending--
+		return
+	}
+	next := b.take()
+	go b.send(ctx, next)
+}
+
+// run sends one batch: a batch of one as the script itself, more as its
+// batched form.
+func (b *batcher) run(ctx context.Context, batch []*pending) ([]rueidis.RedisMessage, error) {
+	if len(batch) == 1 {
+		msg, err := b.s.do(ctx, b.s.scriptCall(b.one, batch[0].keys, batch[0].args))[0].ToMessage()
+		return []rueidis.RedisMessage{msg}, err
+	}
+	var keys []string
+	args := []string{itoa(b.nk), itoa(b.na)}
+	for _, p := range batch {
+		keys = append(keys, p.keys...)
+		args = append(args, p.args...)
+	}
+	replies, err := b.s.do(ctx, b.s.scriptCall(b.many, keys, args))[0].ToArray()
+	if err == nil && len(replies) != len(batch) {
+		err = errShortReply
+	}
+	return replies, err
+}

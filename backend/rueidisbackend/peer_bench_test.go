@@ -1,0 +1,130 @@
+package rueidisbackend_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/retailkit/retail/backend/rueidisbackend"
+)
+
+// BenchmarkVersusBook measures the Store against the book's commands sent
+// the fastest way a Go engineer would write them (one rueidis DoMulti a
+// call, auto-pipelined), on the same private server, in the same run, from
+// 64 goroutines over the same sessions and Zipf-popular items. Each
+// sub-benchmark runs b.N calls of each contender and reports both rates and
+// their ratio (retail/book above 1: the Store is faster):
+//
+//	go test -run '^$' -bench VersusBook ./backend/rueidisbackend/
+//
+// ../shared/peerbench makes the same comparison at a larger scale and with
+// more peers; this one keeps the measurement next to the code.
+func BenchmarkVersusBook(b *testing.B) {
+	if server == nil {
+		unavailable(b, "Redis server", serverErr)
+	}
+	const sessions, items = 20_000, 1_000
+	c := newClient(b, rueidis.ClientOption{InitAddress: []string{server.Addr()}, ForceSingleClient: true})
+	s := mustNew(b, c, rueidisbackend.Options{Prefix: uniquePrefix()})
+	book := uniquePrefix()
+	user := func(i int) string { return "user-" + strconv.Itoa(i) }
+	// Items drawn ahead with Zipf popularity (s = 1.1), as shoppers' views
+	// are skewed; each call picks one at random.
+	drawn := make([]string, 1<<16)
+	z := rand.NewZipf(rand.New(rand.NewPCG(1, 2)), 1.1, 1, items-1)
+	for i := range drawn {
+		drawn[i] = "item-" + strconv.FormatUint(z.Uint64(), 10)
+	}
+	item := func(r *rand.Rand) string { return drawn[r.IntN(len(drawn))] }
+	parallelDo(sessions, func(i int) error {
+		if err := s.UpdateToken(bg, benchToken(i), user(i), "item-0"); err != nil {
+			return err
+		}
+		return bookUpdateToken(c, book, i)
+	})
+
+	bookUpdate := func(r *rand.Rand, i int) error {
+		token, it := benchToken(i), item(r)
+		ts := float64(time.Now().UnixMicro()) / 1e6
+		for _, res := range c.DoMulti(bg,
+			c.B().Hset().Key(book+"login:").FieldValue().FieldValue(token, user(i)).Build(),
+			c.B().Zadd().Key(book+"recent:").ScoreMember().ScoreMember(ts, token).Build(),
+			c.B().Zadd().Key(book+"viewed:"+token).ScoreMember().ScoreMember(ts, it).Build(),
+			c.B().Zremrangebyrank().Key(book+"viewed:"+token).Start(0).Stop(-26).Build(),
+			c.B().Zincrby().Key(book+"viewed:").Increment(-1).Member(it).Build(),
+		) {
+			if err := res.Error(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	bookCart := func(r *rand.Rand, i int) error {
+		n, key := r.IntN(4), book+"cart:"+benchToken(i)
+		if n == 0 {
+			return c.Do(bg, c.B().Hdel().Key(key).Field(item(r)).Build()).Error()
+		}
+		return c.Do(bg, c.B().Hset().Key(key).FieldValue().FieldValue(item(r), strconv.Itoa(n)).Build()).Error()
+	}
+	bookCheck := func(r *rand.Rand, i int) error {
+		u, err := c.Do(bg, c.B().Hget().Key(book+"login:").Field(benchToken(i)).Build()).ToString()
+		if err == nil && u != user(i) {
+			err = fmt.Errorf("book check_token(%d) = %q", i, u)
+		}
+		return err
+	}
+	retailCheck := func(r *rand.Rand, i int) error {
+		u, ok, err := s.CheckToken(bg, benchToken(i))
+		if err == nil && (!ok || u != user(i)) {
+			err = fmt.Errorf("CheckToken(%d) = %q, %v", i, u, ok)
+		}
+		return err
+	}
+
+	for _, op := range []struct {
+		name         string
+		retail, book func(r *rand.Rand, i int) error
+	}{
+		{"update_token", func(r *rand.Rand, i int) error { return s.UpdateToken(bg, benchToken(i), user(i), item(r)) }, bookUpdate},
+		{"add_to_cart", func(r *rand.Rand, i int) error { return s.AddToCart(bg, benchToken(i), item(r), r.IntN(4)) }, bookCart},
+		{"check_token", retailCheck, bookCheck},
+	} {
+		b.Run(op.name, func(b *testing.B) {
+			retailRate := rate(b, sessions, op.retail)
+			bookRate := rate(b, sessions, op.book)
+			b.ReportMetric(retailRate, "retail-ops/s")
+			b.ReportMetric(bookRate, "book-ops/s")
+			b.ReportMetric(retailRate/bookRate, "retail/book")
+		})
+	}
+}
+
+// rate runs f b.N times over random sessions from 64 goroutines and returns
+// the calls per second.
+func rate(b *testing.B, sessions int, f func(r *rand.Rand, i int) error) float64 {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	start := time.Now()
+	for w := range 64 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), uint64(start.UnixNano())))
+			for next.Add(1) <= int64(b.N) {
+				if err := f(r, r.IntN(sessions)); err != nil {
+					failed.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, ok := failed.Load().(error); ok {
+		b.Fatal(err)
+	}
+	return float64(b.N) / time.Since(start).Seconds()
+}
