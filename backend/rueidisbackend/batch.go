@@ -93,6 +93,9 @@ func (b *batcher) take() []*pending {
 // meanwhile, it hands its place to a goroutine that sends them, so that its
 // caller does not wait for other callers' batches.
 func (b *batcher) send(ctx context.Context, batch []*pending) {
+	if b.s.batchHook != nil {
+		b.s.batchHook(len(batch))
+	}
 	replies, err := b.run(ctx, batch)
 	for i, p := range batch {
 		if err != nil {

@@ -30,8 +30,7 @@
 //	book                     here                            why it differs
 //	login: (hash token→user) retail:login:{T} (string)       one key per session, "CREATED DEADLINE USER", cached by CheckToken, so written rarely (see below)
 //	recent: (zset token→ts)  retail:{sessions}:seen (zset)   the cleaning index; stamps are unique within a process (see below)
-//	                         retail:seen:{T} (string)        the last-seen stamp, written by every refresh, on the session's slot
-//	viewed:T (zset item→ts)  retail:recent:{T} (list)        newest first by position, not by timestamp: views in one millisecond keep their order
+//	viewed:T (zset item→ts)  retail:seen:{T} (string)        the last-seen stamp and the recently viewed items, newest first by position (views in one millisecond keep their order), written by every refresh
 //	cart:T (hash)            retail:cart:{T} (hash)          same, on the session's slot
 //	                         retail:values:{T} (hash)        the session's values, key → bytes
 //	                         retail:user:{U} (zset)          a user's sessions, token → created stamp, for UserSessions and LogoutUser
@@ -48,8 +47,11 @@
 // after a "/" when the stamp ran ahead of the clock), a coarse idle
 // deadline in Unix ms and the user ("" for a guest); seen holds the
 // last-seen stamp (with the clock's milliseconds after a space in the same
-// case). Login keys written by an earlier version, which held the user
-// alone, count as no session.
+// case), then, if the session viewed items, a line with their number and a
+// line for each, newest first. Login keys written by an earlier version,
+// which held the user alone, count as no session; sessions written before
+// recent items moved into the seen key keep their login but lose their
+// recent items.
 //
 // # Round trips
 //
@@ -57,7 +59,13 @@
 // each call takes as few round trips as its slots allow. CheckToken usually
 // takes none (see below). On a single server RefreshSession, UpdateToken,
 // StartSession, the cart and value writes and a guest's Logout are one
-// script each. In a cluster the session index, the view counts and the
+// script each, and the three that every request makes (RefreshSession,
+// UpdateToken and the cart writes) are group-committed: calls that arrive
+// while two batches of the same script are on their way go out together as
+// one script call that runs each in turn, atomically, and answers each
+// separately. A batch changes when a call reaches the server, not what it
+// does there; it saves the server and the client the fixed cost of a
+// call. In a cluster the session index, the view counts and the
 // users' indexes live on other slots than the session, and what RefreshSession
 // and StartSession write there depends on the session's state, so they
 // follow the session script in a second round trip: for RefreshSession only
@@ -65,7 +73,7 @@
 // its three writes at once, as the book's update_token does. Logout of a
 // logged-in user takes two round trips, UserSessions two, LogoutUser three,
 // RenewSession three to five, and CleanSessions three a batch of 1,000
-// sessions.
+// sessions (in a cluster, one script a session in the second).
 //
 // # Expiry, and key TTLs
 //

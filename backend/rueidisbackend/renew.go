@@ -2,6 +2,7 @@ package rueidisbackend
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/retailkit/retail/driver"
@@ -75,6 +76,7 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string) 
 	}
 	newLogin := loginValue(cfield, now+s.idle, newUser)
 	args := s.sessionArgs(now, seenValue(stamp, now), newToken, newLogin)
+	slices.Reverse(data[0]) // startSession takes recent items oldest first
 	for _, d := range data {
 		args = append(append(args, itoa(len(d))), d...)
 	}

@@ -47,7 +47,7 @@ func (s *store) CheckToken(ctx context.Context, token string) (string, bool, err
 //
 // KEYS: the session's, then index and the user's index, optional.
 // ARGV: sessionArgs, token, login value, then three lists, each its length
-// first: recent items (newest first), cart item-count pairs and values
+// first: recent items (oldest first), cart item-count pairs and values
 // key-value pairs. Answers {EXISTS} or {OK, the dropped session's login or
 // nil}.
 var startSession = sessionScript(`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -109,9 +110,11 @@ func stampOf(seen string) string {
 // recentOf returns the recently viewed items a seen value holds, newest
 // first. The value is "HEAD" when there are none, else "HEAD\nN\nITEMS":
 // HEAD as seenValue writes it, N the number of items and ITEMS the items,
-// each followed by "\n" (items hold no control characters). Keeping them
-// in the seen key, which every refresh rewrites anyway, saves a key per
-// session and the list commands of every view.
+// oldest first, each followed by "\n" (items hold no control characters),
+// so that a script adds or moves the newest and drops the oldest with
+// plain string searches. Keeping them in the seen key, which every refresh
+// rewrites anyway, saves a key per session and the list commands of every
+// view.
 func recentOf(seen string) []string {
 	_, rest, ok := strings.Cut(seen, "\n")
 	if !ok {
@@ -121,7 +124,9 @@ func recentOf(seen string) []string {
 	if !ok || items == "" {
 		return nil
 	}
-	return strings.Split(strings.TrimSuffix(items, "\n"), "\n")
+	recent := strings.Split(strings.TrimSuffix(items, "\n"), "\n")
+	slices.Reverse(recent)
+	return recent
 }
 
 // readLive sends cmd, a read of one of a session's keys, together with
@@ -243,7 +248,7 @@ local function stampMs(v)
 end
 
 -- The seen key holds "HEAD" or "HEAD\nN\nITEMS": the last-seen stamp, and
--- the N recently viewed items, newest first, each followed by "\n" (see
+-- the N recently viewed items, oldest first, each followed by "\n" (see
 -- recentOf in state.go).
 
 -- splitSeen returns a seen value's head, item count and items.
@@ -257,18 +262,19 @@ end
 -- joinSeen is splitSeen's inverse.
 local function joinSeen(head, n, items)
   if n == 0 then return head end
-  return head .. '\n' .. n .. '\n' .. items
+  return head .. '\n' .. string.format('%d', n) .. '\n' .. items
 end
 
--- viewItem returns n items with item moved or put first, keeping limit.
+-- viewItem returns n items with item moved or added last (the newest),
+-- dropping the oldest beyond limit. Plain searches only: no pattern.
 local function viewItem(n, items, item, limit)
   local p = string.find('\n' .. items, '\n' .. item .. '\n', 1, true)
   if p then
-    return n, item .. '\n' .. string.sub(items, 1, p - 1) .. string.sub(items, p + #item + 1)
+    return n, string.sub(items, 1, p - 1) .. string.sub(items, p + #item + 1) .. item .. '\n'
   end
-  items, n = item .. '\n' .. items, n + 1
+  items, n = items .. item .. '\n', n + 1
   while n > limit do
-    items, n = string.match(items, '^(.*\n)[^\n]*\n$'), n - 1
+    items, n = string.sub(items, string.find(items, '\n', 1, true) + 1), n - 1
   end
   return n, items
 end
@@ -299,12 +305,14 @@ local function sessionAt(loginKey, seenKey, withSeen)
   return s
 end
 
--- keyTTL is the TTL, in ms, of the keys of a session with the given
+-- keyTTL is the TTL, in ms and as a string, of the keys of a session with the given
 -- created and deadline (see state.go).
 local function keyTTL(created, deadline)
   -- At least 1 ms: a session is live, but another process's clock may run
   -- far ahead of the one that set the deadline, and a TTL of 0 deletes.
-  return math.max(math.min(deadline + IDLE - HALF, created + LIFE) - NOW + SLACK, 1)
+  -- Formatted here as an integer: Redis would format a Lua number with
+  -- %.17g, which costs more than the rest of a refresh's arithmetic.
+  return string.format('%d', math.max(math.min(deadline + IDLE - HALF, created + LIFE) - NOW + SLACK, 1))
 end
 
 -- writeSeen writes the seen key of session s (nil for a new one) at ttl:

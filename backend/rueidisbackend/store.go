@@ -100,6 +100,9 @@ type store struct {
 	// renewHook, if set (by tests), runs between RenewSession's two steps;
 	// an error it returns fails the second step.
 	renewHook func() error
+	// batchHook, if set (by tests), runs before a batch is sent (batch.go),
+	// with its number of calls.
+	batchHook func(calls int)
 
 	own    ownWrites
 	hits   atomic.Uint64

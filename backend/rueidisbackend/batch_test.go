@@ -1,0 +1,109 @@
+package rueidisbackend_test
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/rueidis"
+	"github.com/retailkit/retail/backend/rueidisbackend"
+)
+
+// TestBatch_EachCallGetsItsOwnAnswer holds the first batches of each
+// group-committed script on their way until many calls have queued behind
+// them, so that those go out as batches of many, and checks that every call
+// got its own session's answer and wrote its own session.
+func TestBatch_EachCallGetsItsOwnAnswer(t *testing.T) {
+	if server == nil {
+		unavailable(t, "Redis server", serverErr)
+	}
+	c := newClient(t, rueidis.ClientOption{InitAddress: []string{server.Addr()}, ForceSingleClient: true})
+	s, err := rueidisbackend.New(c, rueidisbackend.Options{Prefix: uniquePrefix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const callers = 40
+	var (
+		release = make(chan struct{})
+		held    atomic.Int32 // batches waiting for release
+		mu      sync.Mutex
+		largest int
+	)
+	rueidisbackend.SetBatchHook(s, func(calls int) {
+		mu.Lock()
+		largest = max(largest, calls)
+		mu.Unlock()
+		if held.Add(1) <= rueidisbackend.MaxInFlight {
+			<-release
+		}
+	})
+	token := func(i int) string { return "batch-" + strconv.Itoa(i) }
+	user := func(i int) string { return "user-" + strconv.Itoa(i) }
+
+	// UpdateToken, RefreshSession and AddToCart each fill their batcher.
+	phase := func(name string, call func(i int) error) {
+		t.Helper()
+		held.Store(0)
+		var wg sync.WaitGroup
+		errs := make([]error, callers)
+		for i := range callers {
+			wg.Go(func() { errs[i] = call(i) })
+		}
+		waitFor(t, func() bool { return held.Load() >= rueidisbackend.MaxInFlight })
+		// Nothing else can be sent until the held batches go: give the other
+		// callers time to queue, without assuming how long they take.
+		waitFor(t, func() bool { return queued(s) >= callers-2*rueidisbackend.MaxInFlight })
+		for range rueidisbackend.MaxInFlight {
+			release <- struct{}{}
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("%s(%d) = %v", name, i, err)
+			}
+		}
+	}
+	phase("UpdateToken", func(i int) error { return s.UpdateToken(bg, token(i), user(i), "item-"+strconv.Itoa(i)) })
+	phase("RefreshSession", func(i int) error {
+		u, ok, err := s.RefreshSession(bg, token(i), "other-"+strconv.Itoa(i))
+		if err == nil && (!ok || u != user(i)) {
+			t.Errorf("RefreshSession(%d) = %q, %v; want %q, true", i, u, ok, user(i))
+		}
+		return err
+	})
+	phase("AddToCart", func(i int) error { return s.AddToCart(bg, token(i), "item-"+strconv.Itoa(i), i+1) })
+
+	mu.Lock()
+	if largest < 2 {
+		t.Errorf("largest batch = %d calls, want several", largest)
+	}
+	mu.Unlock()
+	for i := range callers {
+		recent, err := s.RecentItems(bg, token(i))
+		if want := []string{"other-" + strconv.Itoa(i), "item-" + strconv.Itoa(i)}; err != nil || !cmp.Equal(recent, want) {
+			t.Errorf("RecentItems(%d) = %q, %v; want %q", i, recent, err, want)
+		}
+		cart, err := s.Cart(bg, token(i))
+		if want := map[string]int{"item-" + strconv.Itoa(i): i + 1}; err != nil || !cmp.Equal(cart, want) {
+			t.Errorf("Cart(%d) = %v, %v; want %v", i, cart, err, want)
+		}
+	}
+}
+
+func queued(s *rueidisbackend.Store) int { return rueidisbackend.Queued(s) }
+
+// waitFor polls cond until it holds, failing t if it does not within a
+// watchdog's 30 seconds (a hang, not a slow machine).
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 30 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
