@@ -212,8 +212,14 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 	if moved {
 		s.own.wrote(ks.login, []byte(login))
 	}
-	if s.cluster {
+	if s.cluster && (moved || item != "") {
+		// The session is refreshed: writes to the shared sets that fail
+		// are kept for later (see deferred.go), and a failed move of the
+		// index entry is left to cleaning, which moves lagging entries up.
 		var calls []call
+		if item != "" {
+			calls = append(calls, s.viewCall(item))
+		}
 		if moved {
 			sessionStamp, err := res[3].ToString()
 			if err != nil {
@@ -221,11 +227,8 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 			}
 			calls = append(calls, s.bumpCall(token, sessionStamp))
 		}
-		if item != "" {
-			calls = append(calls, s.viewCall(item))
-		}
-		if err := s.send(ctx, calls); err != nil {
-			return "", false, err
+		if replies := s.withDeferred(ctx, calls...); item != "" && replies[0].Error() != nil {
+			s.deferred.keep([]string{item}, nil)
 		}
 	}
 	return user, true, nil
@@ -303,9 +306,12 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 		if item != "" {
 			calls = append(calls, s.viewCall(item))
 		}
-		res = s.do(ctx, calls...)
+		res = s.withDeferred(ctx, calls...)
 		msg, err = res[0].ToMessage()
-		res = res[1:]
+		if err == nil {
+			s.deferFailed(res[1:], token, stamp, item)
+		}
+		res = nil
 	} else {
 		msg, err = s.runScript(ctx, s.batches.update, updateToken, keys, args)
 	}

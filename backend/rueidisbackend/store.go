@@ -89,6 +89,7 @@ type store struct {
 	life     int64 // Lifetime in ms
 	cluster  bool
 	batches  struct{ refresh, update, cart *batcher } // nil in a cluster (see batch.go)
+	deferred deferred                                 // index and view writes waiting for their node (see deferred.go)
 
 	// timeArgs are IdleTimeout, Lifetime and TTLSlack in ms, formatted for
 	// the session scripts (see sessionArgs).

@@ -10,13 +10,13 @@ import (
 
 // CountView implements driver.Store.
 func (s *store) CountView(ctx context.Context, item string) error {
-	return s.do(ctx, s.viewCall(item))[0].Error()
+	return s.withDeferred(ctx, s.viewCall(item))[0].Error()
 }
 
 // ItemRank implements driver.Store. Counts change on every view, so ranks
 // are read from the server.
 func (s *store) ItemRank(ctx context.Context, item string) (int, bool, error) {
-	rank, err := s.c.Do(ctx, s.c.B().Zrank().Key(s.k.viewed()).Member(item).Build()).AsInt64()
+	rank, err := s.withDeferred(ctx, call{cmd: s.c.B().Zrank().Key(s.k.viewed()).Member(item).Build()})[0].AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return 0, false, nil
 	}
@@ -31,7 +31,7 @@ func (s *store) TopItems(ctx context.Context, n int) ([]driver.ItemViews, error)
 	if n == 0 {
 		return []driver.ItemViews{}, nil // ZRANGE 0 -1 would be everything
 	}
-	zs, err := s.c.Do(ctx, s.c.B().Zrange().Key(s.k.viewed()).Min("0").Max(itoa(n-1)).Withscores().Build()).AsZScores()
+	zs, err := s.withDeferred(ctx, call{cmd: s.c.B().Zrange().Key(s.k.viewed()).Min("0").Max(itoa(n - 1)).Withscores().Build()})[0].AsZScores()
 	if err != nil {
 		return nil, err
 	}
@@ -57,6 +57,6 @@ return 1
 
 // RescaleViews implements driver.Store.
 func (s *store) RescaleViews(ctx context.Context, keep int, factor float64) error {
-	return s.do(ctx, s.scriptCall(rescaleViews, []string{s.k.viewed()},
+	return s.withDeferred(ctx, s.scriptCall(rescaleViews, []string{s.k.viewed()},
 		[]string{itoa(keep), strconv.FormatFloat(factor, 'g', -1, 64)}))[0].Error()
 }

@@ -30,9 +30,10 @@ type Cluster struct {
 // seed reports cluster_state:ok, or starts a private one with that many masters (at least 3, as
 // redis-cli --cluster create demands) and no replicas on free loopback ports. It returns once
 // every node reports cluster_state:ok, knows every other node, and sees all 16384 slots served,
-// so a client may connect through any node. The error matches ErrUnavailable when redis-server or
-// redis-cli is not on PATH.
-func StartCluster(masters int) (*Cluster, error) {
+// so a client may connect through any node. extra is given to every redis-server, after the
+// cluster's arguments. The error matches ErrUnavailable when redis-server or redis-cli is not on
+// PATH.
+func StartCluster(masters int, extra ...string) (*Cluster, error) {
 	if env := os.Getenv(envClusterAddrs); strings.TrimSpace(env) != "" {
 		return existingCluster(env)
 	}
@@ -53,11 +54,11 @@ func StartCluster(masters int) (*Cluster, error) {
 	var wg sync.WaitGroup
 	for i, port := range ports {
 		wg.Go(func() {
-			c.procs[i], errs[i] = startOwned(port, true,
+			c.procs[i], errs[i] = startOwned(port, true, append([]string{
 				"--cluster-enabled", "yes",
 				"--cluster-config-file", "{dir}/nodes.conf",
 				"--cluster-node-timeout", "5000",
-			)
+			}, extra...)...)
 		})
 	}
 	wg.Wait()
@@ -177,6 +178,25 @@ func selfAddr(addr string) string {
 // Addrs returns the host:port of every node (of every seed, for a cluster this package did not
 // start). The slice is a copy.
 func (c *Cluster) Addrs() []string { return append([]string(nil), c.addrs...) }
+
+// Kill stops node i (in the order of Addrs) of a cluster this package started at once, with
+// SIGKILL, as a crash would: what it held in memory is lost. Restart brings it back.
+func (c *Cluster) Kill(i int) error {
+	if c.procs == nil || i < 0 || i >= len(c.procs) {
+		return fmt.Errorf("redistest: Kill(%d): no such node of an owned cluster", i)
+	}
+	c.procs[i].kill()
+	return nil
+}
+
+// Restart starts node i, stopped by Kill, again on its port with its cluster configuration, so
+// that it rejoins the cluster holding the same slots (and no keys), and waits until it answers.
+func (c *Cluster) Restart(i int) error {
+	if c.procs == nil || i < 0 || i >= len(c.procs) {
+		return fmt.Errorf("redistest: Restart(%d): no such node of an owned cluster", i)
+	}
+	return c.procs[i].restart()
+}
 
 // Owned reports whether this package started the cluster, so tests may FLUSHALL its nodes.
 func (c *Cluster) Owned() bool { return c.procs != nil }

@@ -29,9 +29,11 @@ var ErrUnavailable = errors.New("redistest: redis not available")
 
 // process is one redis-server we started, with its own temporary directory.
 type process struct {
-	port int
-	dir  string
-	cmd  *exec.Cmd
+	port  int
+	dir   string
+	bin   string
+	extra []string // the arguments beyond the standard ones, for restart
+	cmd   *exec.Cmd
 	done chan struct{} // closed once the process has exited and been waited for
 	err  error         // the Wait result, valid after done is closed
 
@@ -74,9 +76,24 @@ func startProcess(bin string, port int, extra []string) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &process{port: port, dir: dir, done: make(chan struct{})}
+	p := &process{port: port, dir: dir, bin: bin, extra: extra}
+	if err := p.start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := p.waitReady(); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// start runs the server in p.dir; the caller waits until it is ready.
+func (p *process) start() error {
+	dir := p.dir
+	p.done = make(chan struct{})
 	args := []string{
-		"--port", strconv.Itoa(port),
+		"--port", strconv.Itoa(p.port),
 		"--bind", "127.0.0.1",
 		"--save", "",
 		"--appendonly", "no",
@@ -85,16 +102,15 @@ func startProcess(bin string, port int, extra []string) (*process, error) {
 		"--daemonize", "no",
 		"--logfile", filepath.Join(dir, "redis.log"),
 	}
-	for _, a := range extra {
+	for _, a := range p.extra {
 		args = append(args, strings.ReplaceAll(a, "{dir}", dir))
 	}
 	// Errors before the log file is open (a bad option) go to stdout/stderr.
-	out, err := os.Create(filepath.Join(dir, "stdout.log"))
+	out, err := os.OpenFile(filepath.Join(dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
+		return err
 	}
-	p.cmd = exec.Command(bin, args...)
+	p.cmd = exec.Command(p.bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = out, out
 	p.cmd.SysProcAttr = sysProcAttr()
 
@@ -116,14 +132,23 @@ func startProcess(bin string, port int, extra []string) (*process, error) {
 	}()
 	if err := <-started; err != nil {
 		out.Close()
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("redistest: start redis-server: %w", err)
+		return fmt.Errorf("redistest: start redis-server: %w", err)
 	}
-	if err := p.waitReady(); err != nil {
-		p.close()
-		return nil, err
+	return nil
+}
+
+// kill stops the server at once, as a crash would, keeping its directory.
+func (p *process) kill() {
+	p.cmd.Process.Kill()
+	<-p.done
+}
+
+// restart starts a server killed by kill again, on the same port and directory.
+func (p *process) restart() error {
+	if err := p.start(); err != nil {
+		return err
 	}
-	return p, nil
+	return p.waitReady()
 }
 
 // waitReady waits until the server answers PING, and checks that the answer came from our

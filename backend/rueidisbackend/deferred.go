@@ -1,0 +1,155 @@
+package rueidisbackend
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// In a cluster the session index and the view counts live on slots of
+// their own, usually on another node than a session's keys. While the node
+// that holds them is unreachable (it failed and its replica is not yet
+// promoted, say), a request whose own session's node answers still checks
+// and refreshes its session: RefreshSession and UpdateToken keep the index
+// entries and views they could not write in a bounded buffer, report
+// success, and send the buffer with the next call that writes or reads
+// those slots (a view, an update, ItemRank, TopItems).
+//
+// What can be lost: the views buffered in a process that stops before the
+// node is back, views of items beyond the buffer's bound of maxDeferred
+// distinct items, and the views the failed node held that its replica had
+// not received yet (Redis replicates asynchronously). A view whose reply
+// was lost with the node may have been applied, and is then counted twice
+// once the buffer is sent. Index entries are only ever raised or created,
+// so a late or repeated one is harmless: an entry without a session is a
+// stray that cleaning removes, and a session whose entry lags is moved up
+// by cleaning (see cleaning.go).
+const maxDeferred = 100_000
+
+// retryAfter is how long the buffer waits to be sent again after a send of
+// it failed, so that calls during an outage do not each resend it.
+const retryAfter = 100 * time.Millisecond
+
+// deferred is the buffer of index and view writes waiting for their node.
+type deferred struct {
+	pending atomic.Bool // any writes buffered, so that callers skip the lock when none
+	lost    atomic.Uint64
+	retry   atomic.Int64 // Unix ns before which the buffer is not sent again
+	mu      sync.Mutex
+	views   map[string]int64   // item -> views to add
+	index   map[string]float64 // token -> stamp to raise its index entry to (ZADD GT)
+}
+
+// keep buffers the views of items (one each) and the index entries of
+// tokens at stamps, which could not be written.
+func (d *deferred) keep(items []string, index map[string]float64) {
+	d.retry.Store(time.Now().Add(retryAfter).UnixNano())
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.views == nil {
+		d.views, d.index = map[string]int64{}, map[string]float64{}
+	}
+	for _, item := range items {
+		if _, ok := d.views[item]; !ok && len(d.views) >= maxDeferred {
+			d.lost.Add(1)
+			continue
+		}
+		d.views[item]++
+	}
+	for token, stamp := range index {
+		if old, ok := d.index[token]; ok || len(d.index) < maxDeferred {
+			d.index[token] = max(old, stamp)
+		}
+	}
+	d.pending.Store(len(d.views)+len(d.index) > 0)
+}
+
+// take empties the buffer and returns what it held.
+func (d *deferred) take() (views map[string]int64, index map[string]float64) {
+	if !d.pending.Load() || time.Now().UnixNano() < d.retry.Load() {
+		return nil, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	views, index = d.views, d.index
+	d.views, d.index = nil, nil
+	d.pending.Store(false)
+	return views, index
+}
+
+// putBack returns writes taken from the buffer that could not be sent.
+func (d *deferred) putBack(views map[string]int64, index map[string]float64) {
+	d.retry.Store(time.Now().Add(retryAfter).UnixNano())
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.views == nil {
+		d.views, d.index = map[string]int64{}, map[string]float64{}
+	}
+	for item, n := range views {
+		if _, ok := d.views[item]; !ok && len(d.views) >= maxDeferred {
+			d.lost.Add(uint64(n))
+			continue
+		}
+		d.views[item] += n
+	}
+	for token, stamp := range index {
+		d.index[token] = max(d.index[token], stamp)
+	}
+	d.pending.Store(len(d.views)+len(d.index) > 0)
+}
+
+// deferFailed keeps for later UpdateToken's writes to the shared sets in a
+// cluster, the index entry of token at stamp and a view of item (if not
+// ""), whose replies res report an error.
+func (s *store) deferFailed(res []rueidis.RedisResult, token string, stamp float64, item string) {
+	var items []string
+	var index map[string]float64
+	if res[0].Error() != nil {
+		index = map[string]float64{token: stamp}
+	}
+	if item != "" && res[1].Error() != nil {
+		items = []string{item}
+	}
+	if items != nil || index != nil {
+		s.deferred.keep(items, index)
+	}
+}
+
+// withDeferred sends calls, which write or read the shared sets, preceded
+// by the buffered writes, in one round trip, and returns the replies to
+// calls. Buffered writes that fail go back to the buffer.
+func (s *store) withDeferred(ctx context.Context, calls ...call) []rueidis.RedisResult {
+	views, index := s.deferred.take()
+	if views == nil && index == nil {
+		return s.do(ctx, calls...)
+	}
+	items, tokens := slices.Collect(maps.Keys(views)), slices.Collect(maps.Keys(index))
+	flush := make([]call, 0, len(items)+len(tokens)+len(calls))
+	for _, item := range items {
+		flush = append(flush, call{cmd: s.c.B().Zincrby().Key(s.k.viewed()).Increment(float64(-views[item])).Member(item).Build()})
+	}
+	for _, token := range tokens {
+		flush = append(flush, s.indexCall(token, index[token]))
+	}
+	res := s.do(ctx, append(flush, calls...)...)
+	failedViews, failedIndex := map[string]int64{}, map[string]float64{}
+	for i, item := range items {
+		if res[i].Error() != nil {
+			failedViews[item] = views[item]
+		}
+	}
+	for i, token := range tokens {
+		if res[len(items)+i].Error() != nil {
+			failedIndex[token] = index[token]
+		}
+	}
+	if len(failedViews)+len(failedIndex) > 0 {
+		s.deferred.putBack(failedViews, failedIndex)
+	}
+	return res[len(flush):]
+}
