@@ -43,9 +43,13 @@ type SessionCleanerOptions struct {
 // removes up to Batch of the least recently seen sessions beyond Keep,
 // with their recently viewed items and carts; passes follow each other at
 // once while there is a backlog.
+//
+// Over a Store, the cleaner also measures its backlog for the Store's
+// [Stats] (CleaningLag), with one [Sessions.SessionCount] after each pass.
 type SessionCleaner struct {
 	sessions Sessions
 	opts     SessionCleanerOptions
+	stats    *counters // the Store's, or nil: then the lag is not measured
 }
 
 // NewSessionCleaner returns a cleaner of s's sessions. It returns an error
@@ -71,7 +75,11 @@ func NewSessionCleaner(s Sessions, opts SessionCleanerOptions) (*SessionCleaner,
 	if opts.Idle == 0 {
 		opts.Idle = DefaultCleanIdle
 	}
-	return &SessionCleaner{sessions: s, opts: opts}, nil
+	c := &SessionCleaner{sessions: s, opts: opts}
+	if stats, ok := countersOf(s); ok {
+		c.stats = stats
+	}
+	return c, nil
 }
 
 // Run cleans sessions until ctx ends, and then returns nil. If the Store is
@@ -85,6 +93,11 @@ func (c *SessionCleaner) Run(ctx context.Context) error {
 		if stop, runErr := stopOn(ctx, err); stop {
 			return runErr
 		}
+		if err == nil && c.stats != nil {
+			if stop, runErr := c.measureLag(ctx); stop {
+				return runErr
+			}
+		}
 		idle := o.Idle
 		switch {
 		case err != nil:
@@ -97,4 +110,20 @@ func (c *SessionCleaner) Run(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// measureLag sets the Store's CleaningLag from a count of its sessions, and
+// reports whether Run must stop, as stopOn does. A failure to count is
+// logged; the lag keeps its last value.
+func (c *SessionCleaner) measureLag(ctx context.Context) (stop bool, runErr error) {
+	n, err := c.sessions.SessionCount(ctx)
+	if stop, runErr := stopOn(ctx, err); stop {
+		return true, runErr
+	}
+	if err != nil {
+		logError(ctx, c.opts.Logger, "SessionCleaner", "retail: counting sessions failed", err)
+		return false, nil
+	}
+	c.stats.cleaningLag.Store(uint64(max(n-c.opts.Keep, 0)))
+	return false, nil
 }

@@ -35,6 +35,12 @@
 // Time comes from a [Clock], so tests move a [ManualClock] instead of
 // sleeping. Every expiry follows the Store's clock.
 //
+// A Store counts what it and the policies built over it do: page cache
+// hits, misses and bypasses, sessions started, logged out and cleaned,
+// worker passes. [Store.Stats] returns the counts ([Stats]), for a server to
+// publish (with expvar, say); counting costs an atomic add and allocates
+// nothing.
+//
 // # Choosing a backend
 //
 //	backend                 for

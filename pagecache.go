@@ -69,6 +69,9 @@ type PageCacheOptions struct {
 //
 // A PageCache is safe for concurrent use. Concurrent misses for one page on
 // the same PageCache render once, so a server keeps one PageCache.
+//
+// Every request it answers counts in the Store's [Stats], as a hit, a miss
+// or a bypass; see Fetch, Lookup, CacheRequest and CountBypass.
 type PageCache struct {
 	store interface {
 		Pages
@@ -78,6 +81,7 @@ type PageCache struct {
 	hosts   map[string]bool // the normalised Hosts option
 	params  map[string]bool // "item" and the Params option
 	flights flights         // the renders in progress, by page key
+	stats   *counters       // the Store's (see Stats)
 }
 
 // NewPageCache returns a page cache over s. It returns an error matching
@@ -110,7 +114,8 @@ func NewPageCache(s interface {
 		opts.TrackingParams = DefaultTrackingParams
 	}
 	opts.TrackingParams = slices.Clone(opts.TrackingParams)
-	c := &PageCache{store: s, hosts: make(map[string]bool), params: map[string]bool{"item": true}}
+	stats, _ := countersOf(s)
+	c := &PageCache{store: s, hosts: make(map[string]bool), params: map[string]bool{"item": true}, stats: stats}
 	opts.Hosts = slices.Clone(opts.Hosts)
 	for i, h := range opts.Hosts {
 		h = normalHost(h)
@@ -158,13 +163,34 @@ func (c *PageCache) CanCache(ctx context.Context, u *url.URL) (bool, error) {
 // [PageCache.Key]) and an entry that does not decode (such as one stored
 // in an older format) all give ok == false and a nil error. The page
 // belongs to the caller.
+//
+// Lookup is how a server answers a request from the cache alone (a HEAD
+// request, say), so each call counts in the Store's [Stats] as one: a hit
+// if it found the page, a bypass for a URL without a key, a miss
+// otherwise.
 func (c *PageCache) Lookup(ctx context.Context, u *url.URL) (p *CachedPage, ok bool, err error) {
 	key, ok := c.Key(u)
 	if !ok {
+		c.stats.pageBypasses.Add(1)
 		return nil, false, nil
 	}
-	return c.lookup(ctx, key)
+	p, ok, err = c.lookup(ctx, key)
+	if ok {
+		c.stats.pageHits.Add(1)
+	} else {
+		c.stats.pageMisses.Add(1)
+	}
+	return p, ok, err
 }
+
+// CountBypass counts one request in the Store's [Stats] as a bypass: a
+// request for a page that a server answered without consulting the cache,
+// because it chose not to (the page may be personal) or the page may not be
+// cached. Fetch, Lookup and CacheRequest count the requests they answer;
+// HTTP middleware built on them calls CountBypass for those it passes by,
+// as retailhttp.PageMiddleware does, so that the Stats account for every
+// request.
+func (c *PageCache) CountBypass() { c.stats.pageBypasses.Add(1) }
 
 func (c *PageCache) lookup(ctx context.Context, key string) (*CachedPage, bool, error) {
 	data, ok, err := c.store.Page(ctx, key)
@@ -198,18 +224,35 @@ func (c *PageCache) lookup(ctx context.Context, key string) (*CachedPage, bool, 
 // error. render runs on the goroutine that called Fetch.
 //
 // A page without a key (see [PageCache.Key]), or whose entry would be
-// longer than [MaxPageSize]
-// or cannot be encoded (a header line holding a newline), is rendered and
-// returned but not cached. A failure to read the cache is returned without
-// rendering. If rendering succeeded but caching failed, Fetch returns the
-// page together with the error. The page belongs to the caller.
+// longer than [MaxPageSize] or cannot be encoded (a header line holding a
+// newline), is rendered and returned but not cached. A failure to read the
+// cache is returned without rendering. If rendering succeeded but caching
+// failed, Fetch returns the page together with the error. The page belongs
+// to the caller.
+//
+// Each call counts in the Store's [Stats]: as a hit if it returns hit ==
+// true, as a bypass for a page without a key, as a miss otherwise.
 func (c *PageCache) Fetch(ctx context.Context, u *url.URL, render func(context.Context) (*CachedPage, error)) (p *CachedPage, hit bool, err error) {
 	key, ok := c.Key(u)
 	if !ok {
+		c.stats.pageBypasses.Add(1)
 		p, err := render(ctx)
 		return p, false, err
 	}
-	p, ok, err = c.lookup(ctx, key)
+	// Deferred so that a call whose render panics counts too, as a miss.
+	defer func() {
+		if hit {
+			c.stats.pageHits.Add(1)
+		} else {
+			c.stats.pageMisses.Add(1)
+		}
+	}()
+	return c.fetch(ctx, key, pageItem(u), render)
+}
+
+// fetch is Fetch for a page with a key.
+func (c *PageCache) fetch(ctx context.Context, key, item string, render func(context.Context) (*CachedPage, error)) (*CachedPage, bool, error) {
+	p, ok, err := c.lookup(ctx, key)
 	if err != nil {
 		return nil, false, err
 	}
@@ -219,7 +262,7 @@ func (c *PageCache) Fetch(ctx context.Context, u *url.URL, render func(context.C
 	for {
 		f, leader := c.flights.join(key)
 		if leader {
-			c.run(ctx, f, key, pageItem(u), render)
+			c.run(ctx, f, key, item, render)
 			return f.val.page, f.val.hit, f.val.err
 		}
 		select {
@@ -235,9 +278,13 @@ func (c *PageCache) Fetch(ctx context.Context, u *url.URL, render func(context.C
 			p, err := render(ctx)
 			return p, false, err
 		}
+		if r.page == nil {
+			return nil, false, r.err
+		}
 		// Each caller owns the page it gets, as from a Store. A page from
 		// another call's render is a hit for this one.
-		return r.page.clone(), r.page != nil, r.err
+		c.stats.coalescedRenders.Add(1)
+		return r.page.clone(), true, r.err
 	}
 }
 
@@ -255,9 +302,11 @@ func (c *PageCache) Fetch(ctx context.Context, u *url.URL, render func(context.C
 func (c *PageCache) CacheRequest(ctx context.Context, u *url.URL, render func(context.Context) ([]byte, error)) (body []byte, hit bool, err error) {
 	ok, err := c.CanCache(ctx, u)
 	if err != nil {
+		c.stats.pageBypasses.Add(1)
 		return nil, false, err
 	}
 	if !ok {
+		c.stats.pageBypasses.Add(1)
 		body, err := render(ctx)
 		if err != nil {
 			return nil, false, err

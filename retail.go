@@ -8,13 +8,13 @@ import (
 // Store is the hot state of a web shop: login sessions, carts, cached pages,
 // cached database rows and item-view analytics.
 //
-// Every method takes a context first. A context that has already ended makes
-// the call return an error matching the context's error before anything is
-// written. Invalid arguments make the call return an [*InputError] (matching
-// [ErrInvalid]) before anything is written; the rules are in the package
-// documentation, "Input rules". After [Store.Close], every call with valid
-// arguments returns an error matching [ErrClosed]. Every other error is an
-// [*OpError].
+// Every method but Stats and Close takes a context first. A context that has
+// already ended makes the call return an error matching the context's error
+// before anything is written. Invalid arguments make the call return an
+// [*InputError] (matching [ErrInvalid]) before anything is written; the rules
+// are in the package documentation, "Input rules". After [Store.Close], every
+// call with valid arguments but Stats returns an error matching [ErrClosed].
+// Every other error is an [*OpError].
 //
 // A miss is not an error: methods that look something up report it with a
 // false boolean or an empty result and a nil error.
@@ -25,6 +25,12 @@ import (
 //
 // The package [github.com/retailkit/retail/conformance] is the executable form
 // of this contract; every implementation must pass it unchanged.
+//
+// Store has an unexported method, through which the policies built over a
+// Store (PageCache and the workers) find its counters (see [Stats]): its
+// implementations are the Stores that [NewStore] returns and the types
+// that embed one, as the backends' Store types and any decorator of a Store
+// do.
 type Store interface {
 	Sessions
 	SessionValues
@@ -33,10 +39,20 @@ type Store interface {
 	Rows
 	Views
 
+	// Stats returns a snapshot of the Store's counters: page cache hits and
+	// misses, sessions started, logged out and cleaned, worker passes and
+	// the like (see [Stats] for each). It takes a few atomic loads, never
+	// fails, and works after Close too.
+	Stats() Stats
+
 	// Close releases the Store's resources. Calls made after Close return
 	// an error matching ErrClosed. Close is idempotent; calling it again
 	// returns nil.
 	Close() error
+
+	// statCounters returns the counters that Stats reads, for the policies
+	// built over the Store to count into.
+	statCounters() *counters
 }
 
 // Sessions keeps the sessions of visitors, each named by a token (the

@@ -57,11 +57,13 @@ type RowCacherOptions struct {
 // [Rows.ScheduleRowCache] and [Rows.ClaimDueRows]), loads each one through
 // its RowLoader and stores the JSON with [Rows.SetRow]. Several RowCachers,
 // in one process or many, may run against one Store: a due row is claimed
-// by one of them per period.
+// by one of them per period. Each row it stores counts in the Store's
+// [Stats] (RowsRefreshed).
 type RowCacher struct {
-	rows Rows
-	load RowLoader
-	opts RowCacherOptions
+	rows  Rows
+	load  RowLoader
+	opts  RowCacherOptions
+	stats *counters // the Store's (see Stats)
 }
 
 // NewRowCacher returns a cacher of s's scheduled rows that loads them with
@@ -86,7 +88,8 @@ func NewRowCacher(s Rows, load RowLoader, opts RowCacherOptions) (*RowCacher, er
 	if err := checkClaimLimit(op, "Batch", opts.Batch); err != nil {
 		return nil, err
 	}
-	return &RowCacher{rows: s, load: load, opts: opts}, nil
+	stats, _ := countersOf(s)
+	return &RowCacher{rows: s, load: load, opts: opts, stats: stats}, nil
 }
 
 // Run refreshes due rows until ctx ends, and then returns nil. If the Store
@@ -141,13 +144,13 @@ func (c *RowCacher) refresh(ctx context.Context, row string) error {
 		return err
 	}
 	if c.opts.Pages == nil {
-		return c.rows.SetRow(ctx, row, data)
+		return c.setRow(ctx, row, data)
 	}
 	old, cached, err := c.rows.Row(ctx, row)
 	if err != nil {
 		return err
 	}
-	if err := c.rows.SetRow(ctx, row, data); err != nil {
+	if err := c.setRow(ctx, row, data); err != nil {
 		return err
 	}
 	if !cached || bytes.Equal(old, data) {
@@ -155,4 +158,13 @@ func (c *RowCacher) refresh(ctx context.Context, row string) error {
 	}
 	_, err = c.opts.Pages.PurgeItem(ctx, row)
 	return err
+}
+
+// setRow stores data as row's cached copy, and counts the refresh.
+func (c *RowCacher) setRow(ctx context.Context, row string, data []byte) error {
+	if err := c.rows.SetRow(ctx, row, data); err != nil {
+		return err
+	}
+	c.stats.rowsRefreshed.Add(1)
+	return nil
 }

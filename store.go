@@ -22,6 +22,17 @@ func NewStore(d driver.Store) Store { return &store{d: d} }
 type store struct {
 	d      driver.Store
 	closed atomic.Bool
+	stats  counters
+}
+
+func (s *store) statCounters() *counters { return &s.stats }
+
+func (s *store) Stats() Stats {
+	st := s.stats.snapshot()
+	if cc, ok := s.d.(driver.CacheCounter); ok {
+		st.ClientCacheHits, st.ClientCacheMisses = cc.CacheCounts()
+	}
+	return st
 }
 
 // begin is the gate every valid call passes: a live context and an open
@@ -68,7 +79,11 @@ func (s *store) StartSession(ctx context.Context, token, user string) (bool, err
 	if err != nil {
 		return false, fail(op, tokenArg(token), err)
 	}
-	return st == driver.OK, nil
+	if st != driver.OK {
+		return false, nil
+	}
+	s.stats.sessionsStarted.Add(1)
+	return true, nil
 }
 
 func (s *store) RefreshSession(ctx context.Context, token, item string) (string, bool, error) {
@@ -137,6 +152,7 @@ func (s *store) LogoutUser(ctx context.Context, user string) (int, error) {
 		return 0, fail(op, keyArg("user", user), err)
 	}
 	n, err := s.d.LogoutUser(ctx, user)
+	s.stats.logoutUserSessions.addCount(n)
 	if err != nil {
 		return n, fail(op, keyArg("user", user), err)
 	}
@@ -239,6 +255,7 @@ func (s *store) Logout(ctx context.Context, token string) error {
 	if err := s.d.Logout(ctx, token); err != nil {
 		return fail(op, tokenArg(token), err)
 	}
+	s.stats.logouts.Add(1)
 	return nil
 }
 
@@ -266,6 +283,7 @@ func (s *store) CleanSessions(ctx context.Context, keep, max int) (int, error) {
 		return 0, fail(op, "", err)
 	}
 	removed, err := s.d.CleanSessions(ctx, keep, max)
+	s.stats.sessionsCleaned.addCount(removed)
 	if err != nil {
 		return removed, fail(op, "", err)
 	}
@@ -521,6 +539,7 @@ func (s *store) RescaleViews(ctx context.Context, keep int, factor float64) erro
 	if err := s.d.RescaleViews(ctx, keep, factor); err != nil {
 		return fail(op, "", err)
 	}
+	s.stats.rescales.Add(1)
 	return nil
 }
 

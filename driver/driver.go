@@ -165,6 +165,20 @@ type Store interface {
 	Close() error
 }
 
+// CacheCounter is implemented by a driver that keeps a client-side cache:
+// reads served from process memory instead of the server. The Store's Stats
+// (see retail.Stats) reports its counts as ClientCacheHits and
+// ClientCacheMisses, and reports zeros for a driver that does not implement
+// it.
+type CacheCounter interface {
+	// CacheCounts returns how many reads of cacheable data the driver has
+	// served from its client-side cache (hits) and from the server
+	// (misses) since it was created. Neither count ever decreases. It is
+	// called by every Stats, so it must be cheap (a few atomic loads), safe
+	// for concurrent use, and work after Close.
+	CacheCounts() (hits, misses uint64)
+}
+
 // Status is the outcome of a write that depends on a session's state.
 type Status int
 

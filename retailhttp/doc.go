@@ -91,6 +91,17 @@
 // unknown ones (see [retail.PageCacheOptions]), so junk query strings add
 // no entries.
 //
+// # Statistics
+//
+// What the middlewares do is counted in the Store's [retail.Stats], read
+// with its Stats method: the page middleware counts each GET and HEAD
+// request as its X-Cache header says, and the sessions the manager starts
+// (Ensure, and Login without a session to move) and ends (Logout,
+// LogoutEverywhere) are counted by the Store calls it makes. A server can
+// publish them, for instance with expvar:
+//
+//	expvar.Publish("retail", expvar.Func(func() any { return store.Stats() }))
+//
 // # Stacking
 //
 // Put the session middleware outside the page middleware:

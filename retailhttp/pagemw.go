@@ -74,7 +74,11 @@ type PageMiddlewareOptions struct {
 // handler did not run for it (served from the cache, or from a concurrent
 // render of the same page), [CacheMiss] if the cache was looked up and
 // the handler ran, [CacheBypass] if the cache was not consulted (Skip
-// said so, or the page may not be cached).
+// said so, or the page may not be cached). Each such request also counts
+// once in the [retail.Stats] of the Store under the PageCache, as its
+// X-Cache header says: in PageHits, PageMisses or PageBypasses (a request
+// whose client left while it waited for another's render counts as a
+// miss).
 //
 // Cached responses (hits, and the response that filled the entry) carry
 // the entry's strong ETag, an Age header (whole seconds since the page
@@ -131,6 +135,7 @@ func (m *PageMiddleware) Handler(next http.Handler) http.Handler {
 		case r.Method != http.MethodGet && r.Method != http.MethodHead:
 			next.ServeHTTP(w, r)
 		case m.opts.Skip(r) || !m.canCache(r):
+			m.cache.CountBypass()
 			w.Header().Set("X-Cache", CacheBypass)
 			next.ServeHTTP(w, r)
 		case r.Method == http.MethodHead:

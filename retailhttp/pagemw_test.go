@@ -899,3 +899,76 @@ func TestPageMiddleware_UnwrappedWritersAreNotStored(t *testing.T) {
 		t.Errorf("a page was stored for a response written around the middleware")
 	}
 }
+
+// TestPageMiddleware_CountsRequestsInStatsAsXCacheSays sends requests of
+// every outcome through the session and page middlewares and checks that
+// the Store's Stats count them as their X-Cache headers say, and count the
+// sessions the handler starts and ends.
+func TestPageMiddleware_CountsRequestsInStatsAsXCacheSays(t *testing.T) {
+	s, _ := newRankedStore(t) // itemX is ranked
+	view(t, s, "itemY", 1)
+	sessions := newManager(t, s, retailhttp.SessionOptions{})
+	pages := newMiddleware(t, newPageCache(t, s, retail.PageCacheOptions{}), retailhttp.PageMiddlewareOptions{})
+	mux := http.NewServeMux()
+	mux.Handle("/", &pageHandler{body: "page"})
+	mux.HandleFunc("POST /login", func(w http.ResponseWriter, r *http.Request) {
+		if _, err := sessions.Login(r.Context(), w, "alice"); err != nil {
+			t.Errorf("Login = %v", err)
+		}
+	})
+	mux.HandleFunc("POST /logout", func(w http.ResponseWriter, r *http.Request) {
+		if err := sessions.Logout(r.Context(), w); err != nil {
+			t.Errorf("Logout = %v", err)
+		}
+	})
+	h := sessions.Handler(pages.Handler(mux))
+
+	var cookie *http.Cookie
+	send := func(method, target string, withCookie bool) string {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest(method, target, nil)
+		if withCookie {
+			r.AddCookie(cookie)
+		}
+		h.ServeHTTP(rec, r)
+		if c := rec.Result().Cookies(); len(c) > 0 {
+			cookie = c[0]
+		}
+		return rec.Header().Get("X-Cache")
+	}
+	var got []string
+	for _, req := range []struct {
+		method, target string
+		withCookie     bool
+	}{
+		{"GET", "http://shop.test/?item=itemX", false},     // miss
+		{"GET", "http://shop.test/?item=itemX", false},     // hit
+		{"HEAD", "http://shop.test/?item=itemX", false},    // hit
+		{"HEAD", "http://shop.test/?item=itemY", false},    // miss: HEAD stores nothing
+		{"GET", "http://shop.test/?item=itemX&_=1", false}, // bypass: dynamic
+		{"GET", "http://shop.test/about", false},           // bypass: not an item page
+		{"POST", "http://shop.test/login", false},          // no X-Cache: starts a session
+		{"GET", "http://shop.test/?item=itemX", true},      // bypass: personal
+		{"POST", "http://shop.test/logout", true},          // no X-Cache: ends it
+	} {
+		got = append(got, send(req.method, req.target, req.withCookie))
+	}
+	var want retail.Stats
+	for _, x := range got {
+		switch x {
+		case retailhttp.CacheHit:
+			want.PageHits++
+		case retailhttp.CacheMiss:
+			want.PageMisses++
+		case retailhttp.CacheBypass:
+			want.PageBypasses++
+		}
+	}
+	want.SessionsStarted, want.Logouts = 1, 1
+	if diff := cmp.Diff([]string{"miss", "hit", "hit", "miss", "bypass", "bypass", "", "bypass", ""}, got); diff != "" {
+		t.Fatalf("X-Cache headers mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, s.Stats()); diff != "" {
+		t.Errorf("Stats mismatch (-want +got):\n%s", diff)
+	}
+}

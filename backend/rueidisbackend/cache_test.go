@@ -226,3 +226,25 @@ func TestCache_CheckTokenStaysCachedWhileRefreshed(t *testing.T) {
 		}
 	})
 }
+
+// TestStats_CountsClientCacheHits checks that the Store's Stats report the
+// client-side cache's hits and misses, as CacheStats does.
+func TestStats_CountsClientCacheHits(t *testing.T) {
+	if server == nil {
+		unavailable(t, "Redis server", serverErr)
+	}
+	s, _, _ := newStore(t, targets[1], nil)
+	if _, err := s.StartSession(bg, "stats-token", "ann"); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, _, err := s.CheckToken(bg, "stats-token"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, cs := s.Stats(), s.CacheStats()
+	if st.ClientCacheHits != cs.Hits || st.ClientCacheMisses != cs.Misses || cs.Hits+cs.Misses != 3 || cs.Hits == 0 {
+		t.Errorf("Stats() client cache = %d hits, %d misses; CacheStats() = %+v; want equal, 3 reads, some hits",
+			st.ClientCacheHits, st.ClientCacheMisses, cs)
+	}
+}

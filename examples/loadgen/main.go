@@ -13,8 +13,8 @@
 // puts some of them in the cart, looks at the cart, and sometimes logs
 // out. The session cleaner (keeping -keep sessions), the row cacher
 // (refreshing every item's row every 5 s) and the view rescaler (every
-// -rescale) run meanwhile. A progress line is printed every second, and a
-// table at the end.
+// -rescale) run meanwhile. A progress line is printed every second, and at
+// the end a table and the store's counters (retail.Stats).
 //
 // With -redis, loadgen only connects to loopback addresses, keeps its keys
 // under a prefix of its own and deletes them at the end (cached pages
@@ -157,6 +157,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	stopWorkers()
 	workers.Wait()
 	res.sessions, res.sessErr = store.SessionCount(context.Background())
+	res.store = store.Stats()
 
 	if len(cfg.redis) > 0 && cfg.ceiling != "off" {
 		res.benchmark, err = measureCeiling(context.Background(), cfg.redis, cfg.ceiling == "on")

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/backend/memory"
 )
 
 func TestRun_MemoryPrintsProgressAndATable(t *testing.T) {
@@ -21,7 +25,7 @@ func TestRun_MemoryPrintsProgressAndATable(t *testing.T) {
 		t.Fatalf("run(%q) = %v; stderr:\n%s", args, err, stderr.String())
 	}
 	out := stdout.String()
-	for _, want := range []string{"memory backend, 4 users, 100 items", "ops/s  page hits", "operation", "page cache hits"} {
+	for _, want := range []string{"memory backend, 4 users, 100 items", "ops/s  page hits", "operation", "page cache hits", "store counters (retail.Stats):"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q; output:\n%s", want, out)
 		}
@@ -36,6 +40,52 @@ func TestRun_MemoryPrintsProgressAndATable(t *testing.T) {
 	}
 	if stderr.Len() != 0 {
 		t.Errorf("stderr = %q, want no errors", stderr.String())
+	}
+}
+
+// TestSimulate_StoreCountsThePagesServed checks the store's counters
+// against what the simulated users saw: every page cache hit they got. A
+// user views an item, which ranks it, before asking for its page, so pages
+// bypass the cache only when the end of the run cuts the question short:
+// once per user at most.
+func TestSimulate_StoreCountsThePagesServed(t *testing.T) {
+	const users = 4
+	store, err := memory.New(memory.Options{})
+	if err != nil {
+		t.Fatalf("memory.New = %v", err)
+	}
+	defer store.Close()
+	s, err := newSim(store, 50, func(o op, err error) { t.Errorf("%s failed: %v", opNames[o], err) })
+	if err != nil {
+		t.Fatalf("newSim = %v", err)
+	}
+	var out sync.Mutex
+	res := simulate(context.Background(), s, config{duration: 200 * time.Millisecond, users: users}, io.Discard, &out)
+
+	st := store.Stats()
+	if st.PageHits != res.pageHits || st.PageBypasses > users {
+		t.Errorf("Stats() = %d page hits, %d bypasses, want %d (the users') and at most %d", st.PageHits, st.PageBypasses, res.pageHits, users)
+	}
+	if st.PageHits+st.PageMisses < res.hists[opPage].n {
+		t.Errorf("Stats() = %d page hits + %d misses, want at least the %d page calls timed", st.PageHits, st.PageMisses, res.hists[opPage].n)
+	}
+}
+
+func TestWriteStats(t *testing.T) {
+	var b bytes.Buffer
+	writeStats(&b, retail.Stats{
+		PageHits: 12345, PageMisses: 6, PageBypasses: 7, CoalescedRenders: 8,
+		SessionsStarted: 9, Logouts: 10, LogoutUserSessions: 11, SessionsCleaned: 1200, CleaningLag: 13,
+		RowsRefreshed: 14, Rescales: 15, ClientCacheHits: 1600000, ClientCacheMisses: 17,
+	})
+	want := `store counters (retail.Stats):
+  page cache    12,345 hits, 6 misses, 7 bypasses, 8 coalesced renders
+  sessions      9 started, 10 logouts, 11 ended by LogoutUser, 1,200 cleaned, cleaning lag 13
+  workers       14 rows refreshed, 15 rescales
+  client cache  1,600,000 hits, 17 misses
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("writeStats mismatch (-want +got):\n%s", diff)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"strings"
 	"time"
+
+	"github.com/retailkit/retail"
 )
 
 // op is one kind of Store call the simulation makes.
@@ -104,7 +106,8 @@ type result struct {
 	relogins  uint64
 	sessions  int
 	sessErr   error
-	benchmark *ceiling // nil if not measured
+	store     retail.Stats // the store's counters at the end
+	benchmark *ceiling     // nil if not measured
 }
 
 func (r *result) totalOps() uint64 {
@@ -143,11 +146,25 @@ func (r *result) writeTable(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\n%s visits (%s/s), page cache hits %.1f%%, %d re-logins after cleaning, %s sessions at the end\n",
 		rate(float64(r.visits)), rate(r.opsPerSec(r.visits)), hitRatio, r.relogins, sessionsText(r.sessions, r.sessErr))
+	writeStats(w, r.store)
 	if b := r.benchmark; b != nil {
 		ours := r.opsPerSec(all.n)
 		fmt.Fprintf(w, "redis-benchmark ceiling (%s): SET %s/s, GET %s/s\n", b.command, rate(b.set), rate(b.get))
 		fmt.Fprintf(w, "our ops/s against the ceiling (mean of SET and GET): %.2f (%s / %s)\n", ours/b.mean(), rate(ours), rate(b.mean()))
 	}
+}
+
+// writeStats prints the store's counters. The simulated users log in with
+// UpdateToken, which retail.Stats does not count as starting a session.
+func writeStats(w io.Writer, st retail.Stats) {
+	n := func(v uint64) string { return rate(float64(v)) }
+	fmt.Fprintf(w, "store counters (retail.Stats):\n")
+	fmt.Fprintf(w, "  page cache    %s hits, %s misses, %s bypasses, %s coalesced renders\n",
+		n(st.PageHits), n(st.PageMisses), n(st.PageBypasses), n(st.CoalescedRenders))
+	fmt.Fprintf(w, "  sessions      %s started, %s logouts, %s ended by LogoutUser, %s cleaned, cleaning lag %s\n",
+		n(st.SessionsStarted), n(st.Logouts), n(st.LogoutUserSessions), n(st.SessionsCleaned), n(st.CleaningLag))
+	fmt.Fprintf(w, "  workers       %s rows refreshed, %s rescales\n", n(st.RowsRefreshed), n(st.Rescales))
+	fmt.Fprintf(w, "  client cache  %s hits, %s misses\n", n(st.ClientCacheHits), n(st.ClientCacheMisses))
 }
 
 func sessionsText(n int, err error) string {

@@ -59,7 +59,9 @@ type shopOptions struct {
 
 // newShop returns the shop's handler over store. Requests pass through the
 // session middleware, which counts item views, then the page cache, which
-// serves popular item pages to anonymous visitors, then the routes.
+// serves popular item pages to anonymous visitors, then the routes; but
+// /debug/vars serves the expvar variables, among them "retail", the store's
+// Stats.
 func newShop(store retail.Store, cat catalog, opts shopOptions) (http.Handler, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -108,9 +110,15 @@ func newShop(store retail.Store, cat catalog, opts shopOptions) (http.Handler, e
 	mux.HandleFunc("GET /favicon.svg", favicon)
 	mux.HandleFunc("/", s.notFound)
 
+	// The store's counters, for an operator, at /debug/vars; outside the
+	// middlewares, so that reading them counts nothing.
+	publishStats(store)
+	root := http.NewServeMux()
+	root.HandleFunc("GET /debug/vars", debugVars)
 	// Cross-origin POSTs (a form on another site) are refused; SameSite=Lax
 	// cookies already keep them anonymous.
-	return http.NewCrossOriginProtection().Handler(sessions.Handler(pages.Handler(mux))), nil
+	root.Handle("/", http.NewCrossOriginProtection().Handler(sessions.Handler(pages.Handler(mux))))
+	return root, nil
 }
 
 // viewedItem tells the session middleware which item a request views: only

@@ -3,14 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"html"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -692,5 +695,51 @@ func TestShop_PopularItemsShowWholeViewCounts(t *testing.T) {
 	p := s.visitor().get("/")
 	if !strings.Contains(p.body, "Stoneware mug</a> · 2 views") || strings.Contains(p.body, "1.5 views") {
 		t.Errorf("home after a rescale of 3 views: want %q (1.5 shown rounded); body:\n%s", "2 views", p.body)
+	}
+}
+
+// TestShop_DebugVarsPublishTheStoresStats reads /debug/vars after some
+// visits: the expvar variable "retail" holds the store's Stats, reading it
+// counts nothing, and the command line, which may hold the cookie key, is
+// left out.
+func TestShop_DebugVarsPublishTheStoresStats(t *testing.T) {
+	s := newTestShop(t, shopOptions{})
+	s.visitor().get("/item?item=kettle") // ranks the kettle: a miss
+	s.visitor().get("/item?item=kettle") // a hit
+	alice := s.visitor()
+	alice.login("alice") // starts a session
+	alice.get("/item?item=kettle")
+
+	readVars := func() map[string]json.RawMessage {
+		t.Helper()
+		p := s.visitor().get("/debug/vars")
+		if p.status != http.StatusOK || !strings.HasPrefix(p.header.Get("Content-Type"), "application/json") {
+			t.Fatalf("GET /debug/vars: status %d, Content-Type %q, want 200, JSON", p.status, p.header.Get("Content-Type"))
+		}
+		var vars map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(p.body), &vars); err != nil {
+			t.Fatalf("GET /debug/vars: %v; body:\n%s", err, p.body)
+		}
+		return vars
+	}
+	vars := readVars()
+	var got retail.Stats
+	if err := json.Unmarshal(vars["retail"], &got); err != nil {
+		t.Fatalf("/debug/vars \"retail\" = %s: %v", vars["retail"], err)
+	}
+	if got.PageHits != 1 || got.PageMisses != 1 || got.PageBypasses == 0 || got.SessionsStarted != 1 {
+		t.Errorf("/debug/vars \"retail\" = %+v, want 1 page hit, 1 miss, some bypasses (alice's pages) and 1 session started", got)
+	}
+	if diff := cmp.Diff(s.store.Stats(), got); diff != "" {
+		t.Errorf("/debug/vars \"retail\" differs from the store's Stats (-store +published):\n%s", diff)
+	}
+	if _, ok := vars["cmdline"]; ok {
+		t.Errorf("/debug/vars shows the command line, which may hold -cookie-key")
+	}
+	if _, ok := vars["memstats"]; !ok {
+		t.Errorf("/debug/vars lacks expvar's memstats; keys: %v", slices.Sorted(maps.Keys(vars)))
+	}
+	if again := readVars()["retail"]; string(again) != string(vars["retail"]) {
+		t.Errorf("reading /debug/vars changed the Stats: %s, then %s", vars["retail"], again)
 	}
 }

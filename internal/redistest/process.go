@@ -34,8 +34,8 @@ type process struct {
 	bin   string
 	extra []string // the arguments beyond the standard ones, for restart
 	cmd   *exec.Cmd
-	done chan struct{} // closed once the process has exited and been waited for
-	err  error         // the Wait result, valid after done is closed
+	done  chan struct{} // closed once the process has exited and been waited for
+	err   error         // the Wait result, valid after done is closed
 
 	closeOnce sync.Once
 	closeErr  error
