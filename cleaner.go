@@ -36,6 +36,13 @@ type SessionCleanerOptions struct {
 	// Logger receives the errors the cleaner retries after; slog.Default()
 	// if nil.
 	Logger *slog.Logger
+
+	// Clock numbers the periods of length Idle in which the cleaners of
+	// every process sharing the Store take turns (see [Coordinator]): each
+	// period, the first to ask cleans, as often as the backlog needs, and
+	// the others wait. SystemClock if nil; cleaners sharing a Store must
+	// agree on it.
+	Clock Clock
 }
 
 // SessionCleaner keeps the number of sessions in a Store bounded: the
@@ -50,6 +57,7 @@ type SessionCleaner struct {
 	sessions Sessions
 	opts     SessionCleanerOptions
 	stats    *counters // the Store's, or nil: then the lag is not measured
+	turns    turnTaker
 }
 
 // NewSessionCleaner returns a cleaner of s's sessions. It returns an error
@@ -75,7 +83,7 @@ func NewSessionCleaner(s Sessions, opts SessionCleanerOptions) (*SessionCleaner,
 	if opts.Idle == 0 {
 		opts.Idle = DefaultCleanIdle
 	}
-	c := &SessionCleaner{sessions: s, opts: opts}
+	c := &SessionCleaner{sessions: s, opts: opts, turns: newTurnTaker(s, "clean", opts.Idle, opts.Clock)}
 	if stats, ok := countersOf(s); ok {
 		c.stats = stats
 	}
@@ -84,12 +92,27 @@ func NewSessionCleaner(s Sessions, opts SessionCleanerOptions) (*SessionCleaner,
 
 // Run cleans sessions until ctx ends, and then returns nil. If the Store is
 // closed it returns the Store's error, which matches [ErrClosed]. Other
-// errors are logged and the pass retried after Idle. Several cleaners may
-// run at once, though one is enough.
+// errors are logged and the pass retried after Idle. Cleaners in several
+// processes sharing a Store take turns (see SessionCleanerOptions.Clock), so
+// that one cleans at a time.
 func (c *SessionCleaner) Run(ctx context.Context) error {
 	o := c.opts
 	for {
-		removed, err := c.sessions.CleanSessions(ctx, o.Keep, o.Batch)
+		_, mine, err := c.turns.mine(ctx)
+		if stop, runErr := stopOn(ctx, err); stop {
+			return runErr
+		}
+		if err == nil && !mine {
+			// Another cleaner's turn.
+			if !pause(ctx, o.Idle) {
+				return nil
+			}
+			continue
+		}
+		removed := 0
+		if err == nil {
+			removed, err = c.sessions.CleanSessions(ctx, o.Keep, o.Batch)
+		}
 		if stop, runErr := stopOn(ctx, err); stop {
 			return runErr
 		}

@@ -35,6 +35,12 @@ type ViewRescalerOptions struct {
 	// Logger receives the errors the rescaler retries after; slog.Default()
 	// if nil.
 	Logger *slog.Logger
+
+	// Clock numbers the periods of length Every in which the rescalers of
+	// every process sharing the Store take turns (see [Coordinator]): each
+	// period, the first to wake rescales and the others do not.
+	// SystemClock if nil; rescalers sharing a Store must agree on it.
+	Clock Clock
 }
 
 // ViewRescaler periodically drops the items ranked past Keep and scales the
@@ -49,6 +55,7 @@ type ViewRescalerOptions struct {
 type ViewRescaler struct {
 	views Views
 	opts  ViewRescalerOptions
+	turns turnTaker
 }
 
 // NewViewRescaler returns a rescaler of s's view counts. It returns an
@@ -76,17 +83,27 @@ func NewViewRescaler(s Views, opts ViewRescalerOptions) (*ViewRescaler, error) {
 	if !(opts.Factor > 0 && opts.Factor <= 1) { // written so that NaN fails too
 		return nil, invalid(op, "Factor", "not in (0, 1]")
 	}
-	return &ViewRescaler{views: s, opts: opts}, nil
+	return &ViewRescaler{views: s, opts: opts, turns: newTurnTaker(s, "rescale", opts.Every, opts.Clock)}, nil
 }
 
 // Run rescales view counts every Every until ctx ends, and then returns
 // nil. If the Store is closed it returns the Store's error, which matches
 // [ErrClosed]. Other errors are logged, and the rescale is tried again
-// Every later. Run only one ViewRescaler per Store: each one rescales.
+// Every later. Rescalers in several processes sharing a Store take turns
+// (see ViewRescalerOptions.Clock): one rescale a period in all.
 func (r *ViewRescaler) Run(ctx context.Context) error {
 	o := r.opts
+	done := int64(-1) // the turn this rescaler last rescaled in
 	for pause(ctx, o.Every) {
-		err := r.views.RescaleViews(ctx, o.Keep, o.Factor)
+		turn, mine, err := r.turns.mine(ctx)
+		if err == nil && (!mine || turn == done) {
+			continue // another rescaler's turn, or done for this one
+		}
+		if err == nil {
+			if err = r.views.RescaleViews(ctx, o.Keep, o.Factor); err == nil {
+				done = turn
+			}
+		}
 		if stop, runErr := stopOn(ctx, err); stop {
 			return runErr
 		}

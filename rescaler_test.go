@@ -123,7 +123,7 @@ func TestViewRescaler_ReturnsErrClosed(t *testing.T) {
 	s, _ := newStore(t)
 	r := newRescaler(t, s, retail.ViewRescalerOptions{Every: time.Millisecond})
 	s.Close()
-	wantClosedError(t, "Run on a closed store", runToEnd(t, r), "RescaleViews")
+	wantClosedError(t, "Run on a closed store", runToEnd(t, r), "Claim") // a rescaler asks for its turn first
 }
 
 func TestNewViewRescaler_RejectsInvalidOptions(t *testing.T) {

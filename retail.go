@@ -38,6 +38,7 @@ type Store interface {
 	Pages
 	Rows
 	Views
+	Coordinator
 
 	// Stats returns a snapshot of the Store's counters: page cache hits and
 	// misses, sessions started, logged out and cleaned, worker passes and

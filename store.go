@@ -23,6 +23,7 @@ type store struct {
 	d      driver.Store
 	closed atomic.Bool
 	stats  counters
+	claims claims // Claim's turns, for a driver that is no driver.Claimer
 }
 
 func (s *store) statCounters() *counters { return &s.stats }

@@ -165,6 +165,19 @@ type Store interface {
 	Close() error
 }
 
+// Claimer is implemented by a driver whose data several processes share,
+// such as Redis, so that their workers can divide recurring work (see
+// retail.Coordinator). For a driver that is not one, retail.NewStore keeps
+// the claims in process memory, which serves a driver whose data lives in
+// the process.
+type Claimer interface {
+	// Claim claims turn number turn of the work named name for owner if no
+	// owner claimed it or a later turn, atomically across every process
+	// sharing the data, and reports whether owner holds it. The claim is
+	// kept for at least hold. Arguments are valid (see retail.Coordinator).
+	Claim(ctx context.Context, name, owner string, turn int64, hold time.Duration) (bool, error)
+}
+
 // CacheCounter is implemented by a driver that keeps a client-side cache:
 // reads served from process memory instead of the server. The Store's Stats
 // (see retail.Stats) reports its counts as ClientCacheHits and

@@ -38,6 +38,7 @@
 //	cache:H (string)         retail:page:KEY (string)        the page cache's key instead of a hash; the value starts with its expiry (see below)
 //	inv:ID (string)          retail:row:ID (string)          same
 //	schedule:, delay: (zset) retail:{rows}:schedule, :delay  one slot, so one script claims due rows
+//	                         retail:claim:{NAME} (string)    the latest turn claimed of a worker's work, "TURN OWNER", so that workers of several processes take turns
 //
 // T is the token and U the user, with "%" and "}" escaped so that {T} and
 // {U} are always the whole hash tag: a session's keys share a slot and its

@@ -84,3 +84,7 @@ func (k keys) delay() string    { return k.prefix + "{rows}:delay" }
 // may name pages that expired or were replaced: PurgeItemPages checks each
 // page's owner before deleting it.
 func (k keys) itemPages(item string) string { return k.prefix + "itempages:{" + tag(item) + "}" }
+
+// claim is the key of the turns of the work named name (see claims.go), on
+// a slot of its own.
+func (k keys) claim(name string) string { return k.prefix + "claim:{" + tag(name) + "}" }
