@@ -10,7 +10,10 @@ import (
 //
 // Every method but Stats and Close takes a context first. A context that has
 // already ended makes the call return an error matching the context's error
-// before anything is written. Invalid arguments make the call return an
+// before anything is written. A context that ends while a call runs makes
+// it return that error too, but what it wrote may still be applied: on a
+// networked backend the command may reach the server after the caller gave
+// up (see the backend's documentation for what such a call can leave). Invalid arguments make the call return an
 // [*InputError] (matching [ErrInvalid]) before anything is written; the rules
 // are in the package documentation, "Input rules". After [Store.Close], every
 // call with valid arguments but Stats returns an error matching [ErrClosed].

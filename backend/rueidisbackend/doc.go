@@ -208,6 +208,9 @@
 // A script runs whole or not at all, but a call that fails (a context
 // deadline, a lost connection) may have run its script without the caller
 // hearing of it, and a call of several round trips may stop between them.
+// In particular an error matching context.DeadlineExceeded does not mean
+// nothing was written: the command may have reached the server and run
+// after the caller gave up, as with any Redis client.
 // What that can leave: RefreshSession in a cluster, a view not counted and
 // an index entry lagging (cleaning corrects it); StartSession or
 // UpdateToken in a cluster, a session without its index entry or its
@@ -217,4 +220,26 @@
 // above); LogoutUser, some of the user's sessions ended and not others
 // (call it again); RenewSession, as described above; CleanSessions,
 // sessions deleted with their index entries left for the next pass.
+//
+// # Failover
+//
+// In a cluster with replicas, a master that fails is replaced by its
+// replica after the cluster's node timeout. Meanwhile the slots it served
+// refuse every call: sessions whose keys live there cannot be checked or
+// refreshed. Sessions on the other masters keep working even if the
+// failed master holds the session index or the view counts: RefreshSession
+// and UpdateToken keep the index and view writes they could not send in a
+// bounded buffer (views of up to 100,000 distinct items) and send it with
+// the next call that reaches those slots, at most every 100 ms, and
+// ItemRank, TopItems and RescaleViews send it before they read. Replication
+// is asynchronous, so the writes a master acknowledged just before it
+// failed may be missing on its replica: sessions created or logged out in
+// that moment (a session lost is a logout; a logout lost brings the session
+// back until it expires), index entries (a session without one is found
+// again when UpdateToken next writes it, and its keys go by their TTLs
+// otherwise), and view counts. What is lost is bounded by the replication
+// lag, typically milliseconds of writes; what is buffered in a process that
+// stops before the master is back is lost with it, and a buffered view
+// whose first send reached the server but whose reply did not is counted
+// twice.
 package rueidisbackend
