@@ -13,9 +13,10 @@ import (
 // it goes wherever the session goes.
 func (s *store) AddToCart(ctx context.Context, token, item string, count int) (driver.Status, error) {
 	now := s.now()
-	s.sessMu.Lock()
-	defer s.sessMu.Unlock()
-	x := s.liveSession(token, now)
+	sh := s.shard(token)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	x := s.liveSession(sh, token, now)
 	if x == nil {
 		return driver.NoSession, nil
 	}
@@ -29,9 +30,10 @@ func (s *store) AddToCart(ctx context.Context, token, item string, count int) (d
 // IncrementCart implements driver.Store.
 func (s *store) IncrementCart(ctx context.Context, token, item string, n int) (int, driver.Status, error) {
 	now := s.now()
-	s.sessMu.Lock()
-	defer s.sessMu.Unlock()
-	x := s.liveSession(token, now)
+	sh := s.shard(token)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	x := s.liveSession(sh, token, now)
 	if x == nil {
 		return 0, driver.NoSession, nil
 	}

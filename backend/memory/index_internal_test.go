@@ -12,74 +12,71 @@ import (
 )
 
 // The suite sees the Store from outside; these tests look at its insides,
-// which the suite cannot: the map of sessions, the list by age and the
-// index by user must stay in step through every call, or memory leaks and
-// listings lie.
+// which the suite cannot: the shards' maps of sessions and lists by age, the
+// index by user and the count of sessions must stay in step through every
+// call, or memory leaks, listings lie and cleaning goes out of order.
 
-// checkIndexes fails the test unless sessions, byAge and byUser describe
-// the same sessions. The caller must not be racing other calls.
+// checkIndexes fails the test unless the shards, their byAge lists, byUser
+// and count describe the same sessions. The caller must not be racing other
+// calls.
 func checkIndexes(t *testing.T, s *store, after string) {
 	t.Helper()
-	s.sessMu.RLock()
-	defer s.sessMu.RUnlock()
+	s.lockShards()
+	defer s.unlockShards()
 	fail := func(format string, args ...any) {
 		t.Helper()
 		t.Fatalf("after %s: "+format, append([]any{after}, args...)...)
 	}
-	for token, x := range s.sessions {
-		if x.token != token {
-			fail("sessions[%q] holds the session of %q", token, x.token)
+	all := map[string]*session{}
+	for i := range s.shards {
+		sh := &s.shards[i]
+		if sh.index != i {
+			fail("shard %d has index %d", i, sh.index)
 		}
+		for token, x := range sh.sessions {
+			if x.token != token {
+				fail("sessions[%q] holds the session of %q", token, x.token)
+			}
+			if sh != s.shard(token) {
+				fail("session %q is held in shard %d, not its own", token, i)
+			}
+			all[token] = x
+		}
+		checkByAge(t, sh, fail)
 	}
-
-	inList := 0
-	var older *session
-	for x := s.byAge.oldest; x != nil; older, x = x, x.newer {
-		inList++
-		if inList > len(s.sessions) {
-			fail("byAge holds more than the %d sessions (a cycle?)", len(s.sessions))
-		}
-		if s.sessions[x.token] != x {
-			fail("byAge holds %q, which sessions does not", x.token)
-		}
-		if x.older != older {
-			fail("byAge: %q links back to the wrong session", x.token)
-		}
-		if older != nil && older.lastSeen > x.lastSeen {
-			fail("byAge: %q (seen %d) is before %q (seen %d)", older.token, older.lastSeen, x.token, x.lastSeen)
-		}
-	}
-	if older != s.byAge.newest {
-		fail("byAge.newest is not the last session of the list")
-	}
-	if inList != len(s.sessions) {
-		fail("byAge holds %d sessions, sessions %d", inList, len(s.sessions))
+	if n := s.count.Load(); n != int64(len(all)) {
+		fail("count is %d, the shards hold %d sessions", n, len(all))
 	}
 
 	indexed := 0
-	for user, head := range s.byUser {
-		if head == nil || head.prevOfUser != nil {
-			fail("byUser[%q] is not the head of a list", user)
-		}
-		var prev *session
-		for x := head; x != nil; prev, x = x, x.nextOfUser {
-			indexed++
-			if indexed > len(s.sessions) {
-				fail("byUser holds more than the %d sessions (a cycle?)", len(s.sessions))
+	for i := range s.users {
+		for user, head := range s.users[i].byUser {
+			if shardOf(s.seed, user) != i {
+				fail("byUser[%q] is headed in user shard %d, not its own", user, i)
 			}
-			if x.user != user {
-				fail("byUser[%q] holds %q, which is logged in as %q", user, x.token, x.user)
+			if head == nil || head.prevOfUser != nil {
+				fail("byUser[%q] is not the head of a list", user)
 			}
-			if s.sessions[x.token] != x {
-				fail("byUser[%q] holds %q, which sessions does not", user, x.token)
-			}
-			if x.prevOfUser != prev {
-				fail("byUser[%q]: %q links back to the wrong session", user, x.token)
+			var prev *session
+			for x := head; x != nil; prev, x = x, x.nextOfUser {
+				indexed++
+				if indexed > len(all) {
+					fail("byUser holds more than the %d sessions (a cycle?)", len(all))
+				}
+				if x.user != user {
+					fail("byUser[%q] holds %q, which is logged in as %q", user, x.token, x.user)
+				}
+				if all[x.token] != x {
+					fail("byUser[%q] holds %q, which no shard does", user, x.token)
+				}
+				if x.prevOfUser != prev {
+					fail("byUser[%q]: %q links back to the wrong session", user, x.token)
+				}
 			}
 		}
 	}
 	users := 0
-	for _, x := range s.sessions {
+	for _, x := range all {
 		if x.user != "" {
 			users++
 		} else if x.prevOfUser != nil || x.nextOfUser != nil {
@@ -87,8 +84,53 @@ func checkIndexes(t *testing.T, s *store, after string) {
 		}
 	}
 	if indexed != users {
-		fail("byUser holds %d sessions, sessions has %d logged in", indexed, users)
+		fail("byUser holds %d sessions, the shards have %d logged in", indexed, users)
 	}
+}
+
+// checkByAge fails unless sh's byAge list holds exactly sh's sessions, each
+// younger than every session before it that is not marked moved, and
+// unless sh's seq is the highest of its sessions'.
+func checkByAge(t *testing.T, sh *sessionShard, fail func(format string, args ...any)) {
+	t.Helper()
+	inList := 0
+	var older, settled *session // settled: the last session not moved
+	for x := sh.byAge.oldest; x != nil; older, x = x, x.newer {
+		inList++
+		if inList > len(sh.sessions) {
+			fail("byAge holds more than the shard's %d sessions (a cycle?)", len(sh.sessions))
+		}
+		if sh.sessions[x.token] != x {
+			fail("byAge holds %q, which its shard's map does not", x.token)
+		}
+		if x.older != older {
+			fail("byAge: %q links back to the wrong session", x.token)
+		}
+		if settled != nil && !before(settled, x) {
+			fail("byAge: %q (seen %d, seq %d) is before %q (seen %d, seq %d)",
+				settled.token, settled.lastSeen, settled.seq, x.token, x.lastSeen, x.seq)
+		}
+		if !x.moved {
+			settled = x
+		}
+		if x.seq > sh.seq {
+			fail("%q has seq %d, above its shard's %d", x.token, x.seq, sh.seq)
+		}
+	}
+	if older != sh.byAge.newest {
+		fail("byAge.newest is not the last session of the list")
+	}
+	if inList != len(sh.sessions) {
+		fail("byAge holds %d sessions, its shard's map %d", inList, len(sh.sessions))
+	}
+}
+
+// held reports whether s holds a session, live or not, under token.
+func held(s *store, token string) bool {
+	sh := s.shard(token)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.sessions[token] != nil
 }
 
 func newInternal(t *testing.T, clock retail.Clock, opts Options) *store {
@@ -234,14 +276,12 @@ func randomCalls(t *testing.T, s *store, clock *retail.ManualClock, r *rand.Rand
 			call = fmt.Sprintf("CleanSessions(%d, %d)", keep, max)
 			removed, _ := s.CleanSessions(ctx, keep, max)
 			gone := 0
-			s.sessMu.RLock()
 			for tok := range model {
-				if s.sessions[tok] == nil {
+				if !held(s, tok) {
 					delete(model, tok)
 					gone++
 				}
 			}
-			s.sessMu.RUnlock()
 			if removed != gone {
 				t.Fatalf("step %d: %s = %d, but %d sessions went", step, call, removed, gone)
 			}
@@ -269,20 +309,16 @@ func randomCalls(t *testing.T, s *store, clock *retail.ManualClock, r *rand.Rand
 			clock.Advance(d)
 		}
 		// Sessions the Store dropped on access were expired in the model.
-		s.sessMu.RLock()
 		for tok := range model {
-			if s.sessions[tok] == nil {
+			if !held(s, tok) {
 				if _, ok := live(tok, now); ok {
-					s.sessMu.RUnlock()
 					t.Fatalf("step %d: after %s, live session %q is gone", step, call, tok)
 				}
 				delete(model, tok)
 			}
 		}
-		held := len(s.sessions)
-		s.sessMu.RUnlock()
-		if held != len(model) {
-			t.Fatalf("step %d: after %s, the Store holds %d sessions, the model %d", step, call, held, len(model))
+		if n, _ := s.SessionCount(ctx); n != len(model) {
+			t.Fatalf("step %d: after %s, the Store holds %d sessions, the model %d", step, call, n, len(model))
 		}
 		checkIndexes(t, s, call)
 	}

@@ -1,14 +1,13 @@
 // Package memory is an in-process [retail.Store]: the reference semantics of
 // the conformance suite, and a fast store for tests and single-process shops.
 //
-// Sessions are kept in a map, a list ordered by last-seen time and an index
-// of each user's sessions, so StartSession, RefreshSession, UpdateToken,
-// RenewSession and Logout cost O(1), UserSessions and LogoutUser O(k) for a
-// user's k sessions (and a sort), and a cleaning pass O(1) a session
-// removed. View counts live in an order-statistic B+tree, so ItemRank costs
-// O(log n) with no sorting per query. Each concern (sessions with their
-// carts and values, views, pages, rows) has its own lock, so callers
-// touching different concerns do not wait for each other.
+// Sessions are kept in maps by token, lists ordered by last-seen time and an
+// index of each user's sessions, so StartSession, RefreshSession,
+// UpdateToken, RenewSession and Logout cost O(1), UserSessions and
+// LogoutUser O(k) for a user's k sessions (and a sort), and a cleaning pass
+// O(1) a session removed or put back in order. View counts live in an
+// order-statistic B+tree, so ItemRank costs O(log n) with no sorting per
+// query.
 //
 // Expiry is exact by the Store's clock, at millisecond resolution: a session
 // is live while now < lastSeen + Options.IdleTimeout and now < created +
@@ -19,10 +18,44 @@
 // [retail.SessionCleaner] to bound memory, as with any backend.
 //
 // Nothing is persisted: the state lives as long as the Store.
+//
+// # Concurrency
+//
+// Calls on different sessions or items seldom wait for each other, so that
+// many callers do more work than one. Sessions are split into 64 shards by
+// a hash of the token, each with its own lock, map and list by age; a call
+// on one token locks its shard (RenewSession locks the shards of both
+// tokens, in shard order). A refresh does not move its session in the list
+// by age, it only marks it, and cleaning puts the marked sessions in order
+// when it reaches them, so a refresh writes to no session but its own.
+// SessionCount reads a count kept with the maps, exact at every moment.
+//
+// The index by user is split into shards of its own, by user, whose locks are
+// taken after a session shard's. The calls that need every session at one
+// moment lock all session shards, and meanwhile every call on sessions waits:
+// UserSessions and LogoutUser, which are rare, and CleanSessions, in chunks
+// of at most 1024 sessions removed or put in order. A pass removes the least
+// recently seen sessions of all shards in order, merging the shards' lists
+// (sessions seen in the same millisecond go in the order they were seen
+// within a shard, and much so across shards). It never removes a session
+// seen after it began.
+//
+// A view adds one to its item's pending count, in one of 64 shards of view
+// counters chosen by the item's name. The first call after it that reads
+// ranks (ItemRank, TopItems, RescaleViews) moves every pending count into
+// the tree, under the tree's lock, before it reads; a read with nothing to
+// move takes only the tree's read lock. So every view counted before a read
+// begins is in what it reads, ranks are exact, and the tree changes once per
+// item and batch however often the item is viewed. RescaleViews also holds
+// every view shard, so no view is counted during it.
+//
+// Pages and rows each have a lock of their own.
 package memory
 
 import (
+	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/retailkit/retail"
@@ -58,15 +91,12 @@ type store struct {
 	idle        int64 // ms
 	lifetime    int64 // ms
 
-	sessMu   sync.RWMutex
-	sessions map[string]*session
-	byAge    sessionList         // oldest first
-	byUser   map[string]*session // user -> one of its sessions, linked to the others (users.go)
-	seq      uint64              // bumped by every change of a session's last-seen time, under sessMu
+	seed   maphash.Seed // picks the shard of a token or user
+	shards [shardCount]sessionShard
+	users  [shardCount]userShard // the index by user (users.go)
+	count  atomic.Int64          // sessions held in all shards
 
-	viewMu sync.RWMutex
-	views  map[string]*rankKey // each item's current place in ranks
-	ranks  rankTree
+	views viewCounts
 
 	pageMu    sync.Mutex
 	pages     map[string]*page
@@ -109,19 +139,24 @@ func newDriver(opts Options) (*store, error) {
 	if opts.IdleTimeout, opts.Lifetime, err = retail.SessionTimes(op, opts.IdleTimeout, opts.Lifetime); err != nil {
 		return nil, err
 	}
-	return &store{
+	s := &store{
 		clock:       opts.Clock,
 		recentLimit: opts.RecentLimit,
 		idle:        ceilMillis(opts.IdleTimeout),
 		lifetime:    ceilMillis(opts.Lifetime),
-		sessions:    make(map[string]*session),
-		byUser:      make(map[string]*session),
-		views:       make(map[string]*rankKey),
+		seed:        maphash.MakeSeed(),
 		pages:       make(map[string]*page),
 		itemPages:   make(map[string]map[string]*page),
 		rows:        make(map[string]*rowEntry),
 		rowData:     make(map[string][]byte),
-	}, nil
+	}
+	for i := range shardCount {
+		s.shards[i].sessions = make(map[string]*session)
+		s.shards[i].index = i
+		s.users[i].byUser = make(map[string]*session)
+	}
+	s.views.init()
+	return s, nil
 }
 
 // Close implements driver.Store. There is nothing to release; calls still

@@ -16,53 +16,14 @@ type session struct {
 	user     string // "" for a guest
 	created  int64  // Unix ms: started, or last logged in by RenewSession
 	lastSeen int64  // Unix ms; it never goes back
-	seq      uint64 // Store.seq when lastSeen was last set
+	seq      uint64 // its shard's seq when lastSeen was last set
+	moved    bool   // seen since it was put in byAge (see sessionList)
 	recent   []string
 	cart     map[string]int
 	values   map[string][]byte
 
-	older, newer           *session // in byAge
+	older, newer           *session // in its shard's byAge
 	prevOfUser, nextOfUser *session // among user's sessions (see users.go)
-}
-
-// sessionList orders sessions by last-seen time, oldest first; sessions seen
-// at the same time keep the order they were seen in.
-type sessionList struct{ oldest, newest *session }
-
-func (l *sessionList) remove(x *session) {
-	if x.older != nil {
-		x.older.newer = x.newer
-	} else {
-		l.oldest = x.newer
-	}
-	if x.newer != nil {
-		x.newer.older = x.older
-	} else {
-		l.newest = x.older
-	}
-	x.older, x.newer = nil, nil
-}
-
-// insert links x by its lastSeen. With a clock that does not go back this is
-// an append; otherwise it walks back to x's place.
-func (l *sessionList) insert(x *session) {
-	after := l.newest
-	for after != nil && after.lastSeen > x.lastSeen {
-		after = after.older
-	}
-	x.older = after
-	if after == nil {
-		x.newer = l.oldest
-		l.oldest = x
-	} else {
-		x.newer = after.newer
-		after.newer = x
-	}
-	if x.newer != nil {
-		x.newer.older = x
-	} else {
-		l.newest = x
-	}
 }
 
 // live reports whether x is live at now: seen within the idle timeout and
@@ -72,69 +33,45 @@ func (s *store) live(x *session, now int64) bool {
 }
 
 // liveSession returns token's session if it is live at now, or nil. An
-// expired session it finds it drops. sessMu must be held for writing.
-func (s *store) liveSession(token string, now int64) *session {
-	x := s.sessions[token]
+// expired session it finds it drops. sh must be token's shard, locked.
+func (s *store) liveSession(sh *sessionShard, token string, now int64) *session {
+	x := sh.sessions[token]
 	if x != nil && !s.live(x, now) {
-		s.dropSession(x)
+		s.dropSession(sh, x)
 		return nil
 	}
 	return x
 }
 
-// readSession calls read with token's session under the read lock, if the
-// session is live, and reports whether it was. An expired session it finds
-// is dropped afterwards, under the write lock; expiry is rare next to
-// reads, which share the lock.
+// readSession calls read with token's session, under its shard's lock, if
+// the session is live, and reports whether it was.
 func (s *store) readSession(token string, read func(x *session)) bool {
 	now := s.now()
-	s.sessMu.RLock()
-	x := s.sessions[token]
-	live := x != nil && s.live(x, now)
-	if live {
+	sh := s.shard(token)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	x := s.liveSession(sh, token, now)
+	if x != nil {
 		read(x)
 	}
-	s.sessMu.RUnlock()
-	if x != nil && !live {
-		s.dropExpired(token, x, now)
-	}
-	return live
-}
-
-// dropExpired drops x, found under token and expired at now, unless it has
-// gone or been refreshed meanwhile.
-func (s *store) dropExpired(token string, x *session, now int64) {
-	s.sessMu.Lock()
-	defer s.sessMu.Unlock()
-	if s.sessions[token] == x && !s.live(x, now) {
-		s.dropSession(x)
-	}
+	return x != nil
 }
 
 // newSession creates an empty session for token, started and seen at now.
-// token must have no session. sessMu must be held for writing.
-func (s *store) newSession(token, user string, now int64) *session {
-	x := &session{token: strings.Clone(token), user: strings.Clone(user), created: now, lastSeen: now}
-	s.sessions[x.token] = x
-	s.seq++
-	x.seq = s.seq
-	s.byAge.insert(x)
+// token must have no session; sh must be its shard, locked.
+func (s *store) newSession(sh *sessionShard, token, user string, now int64) *session {
+	// Every request reads the token and the user together: one copy of
+	// both keeps them in one allocation, and most often one cache line.
+	both := token + user
+	x := &session{token: both[:len(token)], user: both[len(token):], created: now}
+	sh.see(x, now)
+	sh.add(x)
 	s.index(x)
+	s.count.Add(1)
 	return x
 }
 
-// touch records that x was seen at now: it becomes the youngest session,
-// out of reach of the cleaning passes that began before. sessMu must be
-// held for writing.
-func (s *store) touch(x *session, now int64) {
-	s.byAge.remove(x)
-	x.lastSeen = max(x.lastSeen, now) // a call that read the clock earlier may come second
-	s.seq++
-	x.seq = s.seq
-	s.byAge.insert(x)
-}
-
-// setUser logs x in as user. sessMu must be held for writing.
+// setUser logs x in as user. x's shard must be locked.
 func (s *store) setUser(x *session, user string) {
 	if x.user == user {
 		return
@@ -144,23 +81,24 @@ func (s *store) setUser(x *session, user string) {
 	s.index(x)
 }
 
-// dropSession deletes a session with everything it owns. sessMu must be held
-// for writing.
-func (s *store) dropSession(x *session) {
-	s.byAge.remove(x)
+// dropSession deletes x, held in sh, with everything it owns. sh must be
+// locked.
+func (s *store) dropSession(sh *sessionShard, x *session) {
+	sh.remove(x)
 	s.unindex(x)
-	delete(s.sessions, x.token)
+	s.count.Add(-1)
 }
 
 // StartSession implements driver.Store.
 func (s *store) StartSession(ctx context.Context, token, user string) (driver.Status, error) {
 	now := s.now()
-	s.sessMu.Lock()
-	defer s.sessMu.Unlock()
-	if s.liveSession(token, now) != nil {
+	sh := s.shard(token)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if s.liveSession(sh, token, now) != nil {
 		return driver.Exists, nil
 	}
-	s.newSession(token, user, now)
+	s.newSession(sh, token, user, now)
 	return driver.OK, nil
 }
 
@@ -168,44 +106,40 @@ func (s *store) StartSession(ctx context.Context, token, user string) (driver.St
 // runs on every request.
 func (s *store) CheckToken(ctx context.Context, token string) (string, bool, error) {
 	now := s.now()
-	s.sessMu.RLock()
-	x := s.sessions[token]
-	if x != nil && s.live(x, now) {
-		user := x.user
-		s.sessMu.RUnlock()
-		return user, true, nil
-	}
-	s.sessMu.RUnlock()
-	if x != nil {
-		s.dropExpired(token, x, now)
+	sh := s.shard(token)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if x := s.liveSession(sh, token, now); x != nil {
+		return x.user, true, nil
 	}
 	return "", false, nil
 }
 
 // RefreshSession implements driver.Store. The view is counted after the
-// session is refreshed, outside the session lock, so that refreshes do not
-// wait for the view ranking; a view is counted only for a refresh that
-// happened.
+// session is refreshed, outside the session's lock, so that a view is
+// counted only for a refresh that happened, without holding the shard for
+// it.
 func (s *store) RefreshSession(ctx context.Context, token, item string) (string, bool, error) {
 	now := s.now()
 	var name string
 	if item != "" {
-		name = s.viewName(item)
+		name = s.views.name(item)
 	}
-	s.sessMu.Lock()
-	x := s.liveSession(token, now)
+	sh := s.shard(token)
+	sh.mu.Lock()
+	x := s.liveSession(sh, token, now)
 	if x == nil {
-		s.sessMu.Unlock()
+		sh.mu.Unlock()
 		return "", false, nil
 	}
-	s.touch(x, now)
+	sh.see(x, now)
 	if item != "" {
 		x.recent = pushRecent(x.recent, name, s.recentLimit)
 	}
 	user := x.user
-	s.sessMu.Unlock()
+	sh.mu.Unlock()
 	if item != "" {
-		s.countView(item)
+		s.views.count(item)
 	}
 	return user, true, nil
 }
@@ -214,19 +148,20 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 func (s *store) UpdateToken(ctx context.Context, token, user, item string) error {
 	now := s.now()
 	if item != "" {
-		// The views map holds one copy of every item name; the recent
+		// The view counters hold one copy of every item name; the recent
 		// lists share it instead of keeping the caller's string.
-		item = s.countView(item)
+		item = s.views.count(item)
 	}
 
-	s.sessMu.Lock()
-	defer s.sessMu.Unlock()
-	x := s.liveSession(token, now)
+	sh := s.shard(token)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	x := s.liveSession(sh, token, now)
 	if x == nil {
-		x = s.newSession(token, user, now)
+		x = s.newSession(sh, token, user, now)
 	} else {
 		s.setUser(x, user)
-		s.touch(x, now)
+		sh.see(x, now)
 	}
 	if item != "" {
 		x.recent = pushRecent(x.recent, item, s.recentLimit)
@@ -251,27 +186,36 @@ func pushRecent(recent []string, item string, limit int) []string {
 	return recent
 }
 
-// RenewSession implements driver.Store. The session moves as a whole under
-// one lock, so no call sees neither token live.
+// RenewSession implements driver.Store. The session moves as a whole with
+// the shards of both tokens locked, so no call sees neither token live. The
+// shards are locked in index order, so two renewals between the same two
+// shards cannot each hold one and wait for the other.
 func (s *store) RenewSession(ctx context.Context, token, newToken, user string) (driver.Status, error) {
 	now := s.now()
-	s.sessMu.Lock()
-	defer s.sessMu.Unlock()
-	x := s.liveSession(token, now)
+	from, to := shardOf(s.seed, token), shardOf(s.seed, newToken)
+	first, second := &s.shards[min(from, to)], &s.shards[max(from, to)]
+	first.mu.Lock()
+	defer first.mu.Unlock()
+	if second != first {
+		second.mu.Lock()
+		defer second.mu.Unlock()
+	}
+
+	x := s.liveSession(&s.shards[from], token, now)
 	if x == nil {
 		return driver.NoSession, nil
 	}
-	if s.liveSession(newToken, now) != nil {
+	if s.liveSession(&s.shards[to], newToken, now) != nil {
 		return driver.Exists, nil
 	}
-	delete(s.sessions, x.token)
+	s.shards[from].remove(x)
 	x.token = strings.Clone(newToken)
-	s.sessions[x.token] = x
 	if user != "" {
 		s.setUser(x, user)
 		x.created = now
 	}
-	s.touch(x, now)
+	s.shards[to].see(x, now)
+	s.shards[to].add(x)
 	return driver.OK, nil
 }
 
@@ -288,17 +232,18 @@ func (s *store) RecentItems(ctx context.Context, token string) ([]string, error)
 
 // Logout implements driver.Store.
 func (s *store) Logout(ctx context.Context, token string) error {
-	s.sessMu.Lock()
-	defer s.sessMu.Unlock()
-	if x := s.sessions[token]; x != nil {
-		s.dropSession(x)
+	sh := s.shard(token)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if x := sh.sessions[token]; x != nil {
+		s.dropSession(sh, x)
 	}
 	return nil
 }
 
-// SessionCount implements driver.Store.
+// SessionCount implements driver.Store. The count changes with the shard's
+// map, under the shard's lock, so it is exact at every moment, with no
+// need to lock the shards to add them up.
 func (s *store) SessionCount(ctx context.Context) (int, error) {
-	s.sessMu.RLock()
-	defer s.sessMu.RUnlock()
-	return len(s.sessions), nil
+	return int(s.count.Load()), nil
 }

@@ -15,9 +15,10 @@ import (
 func (s *store) SetValue(ctx context.Context, token, key string, value []byte) (driver.Status, error) {
 	now := s.now()
 	value = cloneBytes(value)
-	s.sessMu.Lock()
-	defer s.sessMu.Unlock()
-	x := s.liveSession(token, now)
+	sh := s.shard(token)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	x := s.liveSession(sh, token, now)
 	if x == nil {
 		return driver.NoSession, nil
 	}
@@ -49,9 +50,10 @@ func (s *store) Value(ctx context.Context, token, key string) ([]byte, bool, err
 // caller gets the Store's copy.
 func (s *store) PopValue(ctx context.Context, token, key string) ([]byte, bool, error) {
 	now := s.now()
-	s.sessMu.Lock()
-	defer s.sessMu.Unlock()
-	x := s.liveSession(token, now)
+	sh := s.shard(token)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	x := s.liveSession(sh, token, now)
 	if x == nil {
 		return nil, false, nil
 	}
@@ -66,9 +68,10 @@ func (s *store) PopValue(ctx context.Context, token, key string) ([]byte, bool, 
 // DeleteValue implements driver.Store.
 func (s *store) DeleteValue(ctx context.Context, token, key string) error {
 	now := s.now()
-	s.sessMu.Lock()
-	defer s.sessMu.Unlock()
-	if x := s.liveSession(token, now); x != nil {
+	sh := s.shard(token)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if x := s.liveSession(sh, token, now); x != nil {
 		delete(x.values, key)
 	}
 	return nil
