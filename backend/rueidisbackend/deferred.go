@@ -37,8 +37,7 @@ const retryAfter = 100 * time.Millisecond
 
 // deferred is the buffer of index and view writes waiting for their node.
 type deferred struct {
-	pending atomic.Bool // any writes buffered, so that callers skip the lock when none
-	lost    atomic.Uint64
+	pending atomic.Bool  // any writes buffered, so that callers skip the lock when none
 	retry   atomic.Int64 // Unix ns before which the buffer is not sent again
 	mu      sync.Mutex
 	views   map[string]int64   // item -> views to add
@@ -56,8 +55,7 @@ func (d *deferred) keep(items []string, index map[string]float64) {
 	}
 	for _, item := range items {
 		if _, ok := d.views[item]; !ok && len(d.views) >= maxDeferred {
-			d.lost.Add(1)
-			continue
+			continue // dropped: the buffer is full
 		}
 		d.views[item]++
 	}
@@ -92,8 +90,7 @@ func (d *deferred) putBack(views map[string]int64, index map[string]float64) {
 	}
 	for item, n := range views {
 		if _, ok := d.views[item]; !ok && len(d.views) >= maxDeferred {
-			d.lost.Add(uint64(n))
-			continue
+			continue // dropped: the buffer is full
 		}
 		d.views[item] += n
 	}
