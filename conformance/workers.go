@@ -239,33 +239,30 @@ func (sets workerSets) total(f func(*workerSet) int64) (n int64) {
 	return n
 }
 
-// waitClaimedRows waits until every row cacher has claimed rows more times
-// from now.
-func (sets workerSets) waitClaimedRows(h *harness, more int64) {
-	h.t.Helper()
-	before := sets.counts(func(w *workerSet) int64 { return w.claimedRows.Load() })
-	deadline := time.Now().Add(30 * time.Second) // a hang, not a slow machine
-	for i, w := range sets {
-		for w.claimedRows.Load() < before[i]+more {
-			if time.Now().After(deadline) {
-				h.t.Fatalf("row cacher %d claimed %d times in 30 s, want %d", i, w.claimedRows.Load()-before[i], more)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
-}
-
 // waitClaims waits until every worker has asked for its turn more times
 // from now: then each has seen the current period, and the one whose turn
 // it is has done its work and asked again.
 func (sets workerSets) waitClaims(h *harness, more int64) {
 	h.t.Helper()
-	before := sets.counts(func(w *workerSet) int64 { return w.claims.Load() })
+	sets.waitMore(h, "asked for its turn", func(w *workerSet) int64 { return w.claims.Load() }, more)
+}
+
+// waitClaimedRows waits until every row cacher has claimed rows more times
+// from now.
+func (sets workerSets) waitClaimedRows(h *harness, more int64) {
+	h.t.Helper()
+	sets.waitMore(h, "claimed rows", func(w *workerSet) int64 { return w.claimedRows.Load() }, more)
+}
+
+// waitMore waits until count has grown by more for every worker.
+func (sets workerSets) waitMore(h *harness, what string, count func(*workerSet) int64, more int64) {
+	h.t.Helper()
+	before := sets.counts(count)
 	deadline := time.Now().Add(30 * time.Second) // a hang, not a slow machine
 	for i, w := range sets {
-		for w.claims.Load() < before[i]+more {
+		for count(w) < before[i]+more {
 			if time.Now().After(deadline) {
-				h.t.Fatalf("worker %d asked for its turn %d times in 30 s, want %d", i, w.claims.Load()-before[i], more)
+				h.t.Fatalf("worker %d %s %d times in 30 s, want %d", i, what, count(w)-before[i], more)
 			}
 			time.Sleep(time.Millisecond)
 		}
