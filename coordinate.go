@@ -41,7 +41,7 @@ func (s *store) Claim(ctx context.Context, name, owner string, turn int64, hold 
 		return false, invalid(op, "hold", "under a millisecond")
 	}
 	if err := s.begin(ctx); err != nil {
-		return false, fail(op, name, err)
+		return false, fail(op, keyArg("name", name), err)
 	}
 	c, ok := s.d.(driver.Claimer)
 	if !ok {
@@ -49,7 +49,7 @@ func (s *store) Claim(ctx context.Context, name, owner string, turn int64, hold 
 	}
 	held, err := c.Claim(ctx, name, owner, turn, hold)
 	if err != nil {
-		return false, fail(op, name, err)
+		return false, fail(op, keyArg("name", name), err)
 	}
 	return held, nil
 }

@@ -300,18 +300,17 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	args := s.sessionArgs(now, seenValue(stamp, now), token, user, item, s.limit)
 	var msg rueidis.RedisMessage
 	var err error
-	var res []rueidis.RedisResult
 	if s.cluster {
+		// The index entry and the view go with the script; if their node
+		// fails, they are kept for later (deferred.go).
 		calls := []call{s.scriptCall(updateToken, keys, args), s.indexCall(token, stamp)}
 		if item != "" {
 			calls = append(calls, s.viewCall(item))
 		}
-		res = s.withDeferred(ctx, calls...)
-		msg, err = res[0].ToMessage()
-		if err == nil {
+		res := s.withDeferred(ctx, calls...)
+		if msg, err = res[0].ToMessage(); err == nil {
 			s.deferFailed(res[1:], token, stamp, item)
 		}
-		res = nil
 	} else {
 		msg, err = s.runScript(ctx, s.batches.update, updateToken, keys, args)
 	}
@@ -335,11 +334,6 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	}
 	if wrote {
 		s.own.wrote(ks.login, []byte(login))
-	}
-	for _, r := range res {
-		if err := r.Error(); err != nil {
-			return err
-		}
 	}
 	prev, replaced, err := optString(reply[3])
 	if err != nil || fresh == 0 && !replaced {
