@@ -12,6 +12,7 @@ const (
 	DefaultKeepSessions = 10_000_000  // sessions kept
 	DefaultCleanBatch   = 100         // most sessions removed by one pass
 	DefaultCleanIdle    = time.Second // wait after a pass that found too little to remove
+	DefaultRepairEvery  = 10 * time.Minute
 )
 
 // SessionCleanerOptions configures a [SessionCleaner]. Zero fields take the
@@ -33,6 +34,16 @@ type SessionCleanerOptions struct {
 	// than Batch sessions, or failed; DefaultCleanIdle if zero.
 	Idle time.Duration
 
+	// RepairEvery is how often the cleaners sharing a Store run
+	// [Sessions.RepairSessions] between passes, one of them a period
+	// (they take turns as for cleaning); DefaultRepairEvery if zero. A
+	// cleaner also repairs as soon as it starts, unless another did in the
+	// same period. Only a Store whose session writes can part (Redis
+	// Cluster) does any work; there a repair reads every session, so the
+	// period bounds both its cost and how long a session can stay
+	// unindexed after a master fails over.
+	RepairEvery time.Duration
+
 	// Logger receives the errors the cleaner retries after; slog.Default()
 	// if nil.
 	Logger *slog.Logger
@@ -51,6 +62,10 @@ type SessionCleanerOptions struct {
 // with their recently viewed items and carts; passes follow each other at
 // once while there is a backlog.
 //
+// Every RepairEvery, one of the cleaners sharing a Store also runs
+// [Sessions.RepairSessions], which mends what a failover between the steps
+// of a call left behind (on Redis Cluster; elsewhere it does nothing).
+//
 // Over a Store, the cleaner also measures its backlog for the Store's
 // [Stats] (CleaningLag), with one [Sessions.SessionCount] after each pass.
 type SessionCleaner struct {
@@ -58,6 +73,9 @@ type SessionCleaner struct {
 	opts     SessionCleanerOptions
 	stats    *counters // the Store's, or nil: then the lag is not measured
 	turns    turnTaker
+	repairs  turnTaker
+
+	lastRepair int64 // the repair turn this cleaner last ran, -1 before the first
 }
 
 // NewSessionCleaner returns a cleaner of s's sessions. It returns an error
@@ -73,6 +91,8 @@ func NewSessionCleaner(s Sessions, opts SessionCleanerOptions) (*SessionCleaner,
 		return nil, invalid(op, "Batch", "negative")
 	case opts.Idle < 0:
 		return nil, invalid(op, "Idle", "negative")
+	case opts.RepairEvery < 0:
+		return nil, invalid(op, "RepairEvery", "negative")
 	}
 	if opts.Keep == 0 {
 		opts.Keep = DefaultKeepSessions
@@ -83,7 +103,16 @@ func NewSessionCleaner(s Sessions, opts SessionCleanerOptions) (*SessionCleaner,
 	if opts.Idle == 0 {
 		opts.Idle = DefaultCleanIdle
 	}
-	c := &SessionCleaner{sessions: s, opts: opts, turns: newTurnTaker(s, "clean", opts.Idle, opts.Clock)}
+	if opts.RepairEvery == 0 {
+		opts.RepairEvery = DefaultRepairEvery
+	}
+	c := &SessionCleaner{
+		sessions:   s,
+		opts:       opts,
+		turns:      newTurnTaker(s, "clean", opts.Idle, opts.Clock),
+		repairs:    newTurnTaker(s, "repair", opts.RepairEvery, opts.Clock),
+		lastRepair: -1,
+	}
 	if stats, ok := countersOf(s); ok {
 		c.stats = stats
 	}
@@ -121,6 +150,9 @@ func (c *SessionCleaner) Run(ctx context.Context) error {
 				return runErr
 			}
 		}
+		if stop, runErr := c.repair(ctx); stop {
+			return runErr
+		}
 		idle := o.Idle
 		switch {
 		case err != nil:
@@ -133,6 +165,27 @@ func (c *SessionCleaner) Run(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// repair runs RepairSessions if this period's repair is due and this
+// cleaner's turn, and reports whether Run must stop, as stopOn does. A
+// failure is logged, and the repair retried in the next period.
+func (c *SessionCleaner) repair(ctx context.Context) (stop bool, runErr error) {
+	turn, mine, err := c.repairs.mine(ctx)
+	if err == nil && (!mine || turn == c.lastRepair) {
+		return false, nil
+	}
+	if err == nil {
+		c.lastRepair = turn
+		_, err = c.sessions.RepairSessions(ctx)
+	}
+	if stop, runErr := stopOn(ctx, err); stop {
+		return true, runErr
+	}
+	if err != nil {
+		logError(ctx, c.opts.Logger, "SessionCleaner", "retail: repairing sessions failed", err)
+	}
+	return false, nil
 }
 
 // measureLag sets the Store's CleaningLag from a count of its sessions, and

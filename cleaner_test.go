@@ -168,6 +168,7 @@ func TestNewSessionCleaner_RejectsInvalidOptions(t *testing.T) {
 		{retail.SessionCleanerOptions{Keep: -1}, "Keep"},
 		{retail.SessionCleanerOptions{Batch: -1}, "Batch"},
 		{retail.SessionCleanerOptions{Idle: -time.Nanosecond}, "Idle"},
+		{retail.SessionCleanerOptions{RepairEvery: -time.Second}, "RepairEvery"},
 	} {
 		c, err := retail.NewSessionCleaner(s, tc.opts)
 		wantInputError(t, fmt.Sprintf("NewSessionCleaner(%+v)", tc.opts), err, "NewSessionCleaner", tc.arg)
@@ -182,5 +183,48 @@ func TestNewSessionCleaner_RejectsNilStore(t *testing.T) {
 	wantInputError(t, "NewSessionCleaner(nil, ...)", err, "NewSessionCleaner", "store")
 	if c != nil {
 		t.Errorf("NewSessionCleaner(nil, ...) returned a cleaner with its error")
+	}
+}
+
+// repairCounting counts RepairSessions calls over a Sessions that has
+// nothing to repair.
+type repairCounting struct {
+	retail.Sessions
+	mu      sync.Mutex
+	repairs int
+}
+
+func (s *repairCounting) RepairSessions(ctx context.Context) (int, error) {
+	s.mu.Lock()
+	s.repairs++
+	s.mu.Unlock()
+	return s.Sessions.RepairSessions(ctx)
+}
+
+func (s *repairCounting) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.repairs
+}
+
+// TestSessionCleaner_RepairsOncePerPeriod runs a cleaner that passes every
+// millisecond: it repairs once when it starts, not again within the same
+// RepairEvery period however many passes it makes, and once more when the
+// clock enters the next period.
+func TestSessionCleaner_RepairsOncePerPeriod(t *testing.T) {
+	s, clock := newStore(t)
+	rec := &recordingSessions{Sessions: s}
+	rep := &repairCounting{Sessions: rec}
+	stop := start(t, newCleaner(t, rep, retail.SessionCleanerOptions{Idle: time.Millisecond, RepairEvery: time.Hour, Clock: clock}))
+	eventually(t, "a first repair", func() bool { return rep.count() == 1 })
+	before := len(rec.passes())
+	eventually(t, "20 more passes", func() bool { return len(rec.passes()) >= before+20 })
+	if n := rep.count(); n != 1 {
+		t.Errorf("%d repairs within one period, want 1", n)
+	}
+	clock.Advance(time.Hour)
+	eventually(t, "a second repair in the next period", func() bool { return rep.count() == 2 })
+	if err := stop(); err != nil {
+		t.Errorf("Run = %v, want nil", err)
 	}
 }

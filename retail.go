@@ -159,6 +159,18 @@ type Sessions interface {
 	// millisecond, and a removed session leaves nothing behind. keep and
 	// max must not be negative.
 	CleanSessions(ctx context.Context, keep, max int) (removed int, err error)
+
+	// RepairSessions mends what a failure between the steps of a call can
+	// leave behind where a session and its index entries are written in
+	// separate steps (Redis Cluster: on different nodes, which fail over
+	// one at a time and may lose their last writes): it indexes the
+	// sessions that the session index or their user's index misses, and
+	// removes index entries whose session has long been gone. It returns
+	// how many entries it found wrong. Where every call writes atomically
+	// (memory, a single Redis server) it has nothing to do and returns 0.
+	// It reads every session, so it is meant for a worker: the
+	// [SessionCleaner] runs it every RepairEvery.
+	RepairSessions(ctx context.Context) (repaired int, err error)
 }
 
 // SessionInfo describes a live session, as [Sessions.UserSessions] lists

@@ -93,6 +93,14 @@ type Stats struct {
 	// removed.
 	CleaningLag uint64
 
+	// SessionsRepaired counts the index entries [Sessions.RepairSessions]
+	// found wrong, over all its calls (each repair of a SessionCleaner, and
+	// direct calls): sessions missing from the session index or their
+	// user's index, and entries whose session was gone. It stays 0 where
+	// every call writes atomically (memory, a single Redis server); in a
+	// cluster it grows after a master fails over.
+	SessionsRepaired uint64
+
 	// RowsRefreshed counts the rows RowCachers stored: rows claimed,
 	// loaded, encoded and stored with [Rows.SetRow] without error. A row
 	// whose load, encoding or storing failed is not counted.
@@ -125,7 +133,7 @@ type counter struct {
 type counters struct {
 	pageHits, pageMisses, pageBypasses, coalescedRenders counter
 	sessionsStarted, logouts, logoutUserSessions         counter
-	sessionsCleaned, cleaningLag                         counter
+	sessionsCleaned, cleaningLag, sessionsRepaired       counter
 	rowsRefreshed, rescales                              counter
 }
 
@@ -141,6 +149,7 @@ func (c *counters) snapshot() Stats {
 		LogoutUserSessions: c.logoutUserSessions.Load(),
 		SessionsCleaned:    c.sessionsCleaned.Load(),
 		CleaningLag:        c.cleaningLag.Load(),
+		SessionsRepaired:   c.sessionsRepaired.Load(),
 		RowsRefreshed:      c.rowsRefreshed.Load(),
 		Rescales:           c.rescales.Load(),
 	}

@@ -291,6 +291,23 @@ func (s *store) CleanSessions(ctx context.Context, keep, max int) (int, error) {
 	return removed, nil
 }
 
+func (s *store) RepairSessions(ctx context.Context) (int, error) {
+	const op = "RepairSessions"
+	if err := s.begin(ctx); err != nil {
+		return 0, fail(op, "", err)
+	}
+	r, ok := s.d.(driver.Repairer)
+	if !ok {
+		return 0, nil
+	}
+	repaired, err := r.RepairSessions(ctx)
+	s.stats.sessionsRepaired.addCount(repaired)
+	if err != nil {
+		return repaired, fail(op, "", err)
+	}
+	return repaired, nil
+}
+
 func (s *store) AddToCart(ctx context.Context, token, item string, count int) error {
 	const op = "AddToCart"
 	if err := checkAddToCart(token, item, count); err != nil {

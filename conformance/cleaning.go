@@ -21,6 +21,7 @@ var cleaningTests = []behaviour{
 	{name: "Clean_SessionRefreshedDuringPassSurvives", test: testCleanRefreshDuringPass},
 	{name: "Clean_SessionRefreshedAsPassStartsSurvives", test: testCleanRefreshAsPassStarts},
 	{name: "Clean_RefreshSessionDuringPassSurvives", test: testCleanRefreshSessionDuringPass},
+	{name: "Repair_WholeStoreNeedsNone", test: testRepairWholeStore},
 }
 
 // agedSessions creates one session a token, a second apart, oldest first,
@@ -173,4 +174,19 @@ func testCleanThenNewSession(h *harness) {
 	h.wantRecent("tok-1", "item-b")
 	h.wantCart("tok-1", nil)
 	h.wantCount(1)
+}
+
+// testRepairWholeStore repairs a store whose every call succeeded: there is
+// nothing to mend, on any backend, and the repair changes no session.
+func testRepairWholeStore(h *harness) {
+	tokens := seq("tok", 6)
+	agedSessions(h, tokens)
+	h.logout(tokens[1])
+	h.wantClean(3, 1, 1) // removes tokens[0]
+	n, err := h.s.RepairSessions(h.ctx)
+	if n != 0 || err != nil {
+		h.t.Errorf("RepairSessions() = %d, %v; want 0, nil on a store no failure touched", n, err)
+	}
+	wantAlive(h, tokens, tokens[2:]...)
+	h.wantClean(0, 100, 4) // every session still indexed, and cleaned
 }

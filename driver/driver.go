@@ -178,6 +178,22 @@ type Claimer interface {
 	Claim(ctx context.Context, name, owner string, turn int64, hold time.Duration) (bool, error)
 }
 
+// Repairer is implemented by a driver whose calls write a session and its
+// index entries in separate steps that a failure can part, such as Redis
+// Cluster, where they live on different nodes and a master that fails over
+// loses the writes its replica had not received. retail.Sessions'
+// RepairSessions calls it; for a driver that is not one, which writes each
+// session and its entries in one atomic step, there is nothing to repair.
+type Repairer interface {
+	// RepairSessions finds the sessions that the driver's indexes miss
+	// (so that SessionCount does not count them, CleanSessions never
+	// removes them, or LogoutUser does not end them) and indexes them,
+	// and removes index entries whose session has long been gone. It
+	// returns how many entries it found wrong. It may run while other
+	// calls do, in several processes at once.
+	RepairSessions(ctx context.Context) (int, error)
+}
+
 // CacheCounter is implemented by a driver that keeps a client-side cache:
 // reads served from process memory instead of the server. The Store's Stats
 // (see retail.Stats) reports its counts as ClientCacheHits and

@@ -235,11 +235,29 @@
 // is asynchronous, so the writes a master acknowledged just before it
 // failed may be missing on its replica: sessions created or logged out in
 // that moment (a session lost is a logout; a logout lost brings the session
-// back until it expires), index entries (a session without one is found
-// again when UpdateToken next writes it, and its keys go by their TTLs
-// otherwise), and view counts. What is lost is bounded by the replication
-// lag, typically milliseconds of writes; what is buffered in a process that
-// stops before the master is back is lost with it, and a buffered view
-// whose first send reached the server but whose reply did not is counted
-// twice.
+// back until it expires), view counts, and the entries of the session index
+// and the users' indexes, which live on other masters than their sessions.
+// What is lost is bounded by the replication lag, typically milliseconds of
+// writes; what is buffered in a process that stops before the master is back
+// is lost with it, and a buffered view whose first send reached the server
+// but whose reply did not is counted twice.
+//
+// Lost index entries leave sessions that SessionCount does not count,
+// CleanSessions does not remove and LogoutUser does not end, and entries
+// whose session is gone. [Store.RepairSessions] mends both: it scans the
+// login keys of every master and indexes each session its index or its
+// user's index misses, at the session's own stamps, and removes each index
+// entry that has had no session for a minute (an update in flight writes its
+// entry a moment before its session, so a younger one is left alone). The
+// retail.SessionCleaner runs it every RepairEvery (10 minutes by default, one
+// cleaner at a time), so a session stays unindexed for at most that long after
+// a failover; UpdateToken re-indexes its session at once. A repair reads three
+// keys a session and sends one command per session to mend, so it costs about
+// one UpdateToken per session held. On a single server every call writes a
+// session and its entries in one script and RepairSessions returns at once.
+// TestFailover_RepairLeavesNoOrphans kills the master of the session index of
+// a 3-master cluster with replicas under load: the failover left 3 to 13
+// sessions unindexed, 37 to 144 entries without a session and 55 to 138
+// sessions missing from their user's index, over five runs; after one repair,
+// a scan of every master finds none.
 package rueidisbackend

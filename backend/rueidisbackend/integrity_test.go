@@ -179,11 +179,11 @@ type layoutKeys struct{ login, seen, cart, values string }
 
 func (k layoutKeys) all() []string { return []string{k.login, k.seen, k.cart, k.values} }
 
-// scanAll returns the keys matching pattern on every node.
+// scanAll returns the keys matching pattern on every master.
 func scanAll(t *testing.T, c rueidis.Client, pattern string) []string {
 	t.Helper()
 	var keys []string
-	for _, node := range c.Nodes() {
+	for _, node := range masterNodes(t, c) {
 		var cursor uint64
 		for {
 			e, err := node.Do(bg, node.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Build()).AsScanEntry()
@@ -197,6 +197,47 @@ func scanAll(t *testing.T, c rueidis.Client, pattern string) []string {
 		}
 	}
 	return keys
+}
+
+// masterNodes returns a client for each master c knows of: the one server,
+// or the masters of a cluster, skipping replicas (which hold copies) and
+// nodes that do not answer, as long as the masters that answer are as many
+// as the cluster says serve slots.
+func masterNodes(t *testing.T, c rueidis.Client) map[string]rueidis.Client {
+	t.Helper()
+	masters := map[string]rueidis.Client{}
+	var errs []error
+	for addr, node := range c.Nodes() {
+		role, err := node.Do(bg, node.B().Role().Build()).ToArray()
+		if e, ok := rueidis.IsRedisErr(err); ok && strings.Contains(e.Error(), "unknown command") {
+			masters[addr] = node // miniredis, which has no replicas
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ROLE on %s: %w", addr, err))
+			continue
+		}
+		if r, _ := role[0].ToString(); r == "master" {
+			masters[addr] = node
+		}
+	}
+	nodes, err := c.Do(bg, c.B().ClusterNodes().Build()).ToString()
+	if err != nil { // no cluster: every node must have answered
+		if len(errs) > 0 {
+			t.Fatal(errors.Join(errs...))
+		}
+		return masters
+	}
+	serving := 0
+	for _, line := range strings.Split(nodes, "\n") {
+		if f := strings.Fields(line); len(f) > 8 && strings.Contains(f[2], "master") && !strings.Contains(f[2], "fail") {
+			serving++ // a master with slots
+		}
+	}
+	if len(masters) != serving {
+		t.Fatalf("%d masters answer, but the cluster has %d serving slots (%v)", len(masters), serving, errors.Join(errs...))
+	}
+	return masters
 }
 
 // TestKeys_SessionKeysShareASlot checks, by computing slots as Redis does,

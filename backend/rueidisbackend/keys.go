@@ -88,3 +88,16 @@ func (k keys) itemPages(item string) string { return k.prefix + "itempages:{" + 
 // claim is the key of the turns of the work named name (see claims.go), on
 // a slot of its own.
 func (k keys) claim(name string) string { return k.prefix + "claim:{" + tag(name) + "}" }
+
+// tokenOf returns the token whose login key is key, undoing tag; ok is
+// false if key is no login key of this prefix.
+func (k keys) tokenOf(key string) (token string, ok bool) {
+	t, ok := strings.CutPrefix(key, k.prefix+loginKind+":{")
+	if !ok || !strings.HasSuffix(t, "}") {
+		return "", false
+	}
+	return untag.Replace(t[:len(t)-1]), true
+}
+
+// untag undoes tag.
+var untag = strings.NewReplacer("%25", "%", "%7D", "}")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,8 +23,10 @@ const (
 // Cluster is a running Redis Cluster: one this package started, or the one
 // RETAIL_REDIS_CLUSTER_ADDRS names.
 type Cluster struct {
-	addrs []string
-	procs []*process // nil if not owned
+	addrs    []string
+	procs    []*process // nil if not owned
+	masters  int        // masters asked for, if owned
+	replicas int        // replicas of each master, if owned
 }
 
 // StartCluster returns the cluster RETAIL_REDIS_CLUSTER_ADDRS names, after checking that every
@@ -37,6 +40,22 @@ func StartCluster(masters int, extra ...string) (*Cluster, error) {
 	if env := os.Getenv(envClusterAddrs); strings.TrimSpace(env) != "" {
 		return existingCluster(env)
 	}
+	return startCluster(masters, 0, extra)
+}
+
+// StartReplicatedCluster starts a private cluster of masters masters, each with replicas
+// replicas, as StartCluster does, so that a test may kill a master and watch its replica take
+// over. It never uses RETAIL_REDIS_CLUSTER_ADDRS: such tests kill nodes. It returns once every
+// replica's link to its master is up, so a failover may promote any of them. Which nodes are
+// masters is Redis's choice: see Masters.
+func StartReplicatedCluster(masters, replicas int, extra ...string) (*Cluster, error) {
+	if replicas < 1 {
+		return nil, fmt.Errorf("redistest: a replicated cluster needs at least 1 replica a master, not %d", replicas)
+	}
+	return startCluster(masters, replicas, extra)
+}
+
+func startCluster(masters, replicas int, extra []string) (*Cluster, error) {
 	if masters < 3 {
 		return nil, fmt.Errorf("redistest: a cluster needs at least 3 masters, not %d", masters)
 	}
@@ -45,12 +64,13 @@ func StartCluster(masters int, extra ...string) (*Cluster, error) {
 			return nil, fmt.Errorf("%w: %s is not on PATH and %s is not set", ErrUnavailable, bin, envClusterAddrs)
 		}
 	}
-	ports, err := pickPorts(masters, true)
+	nodes := masters * (1 + replicas)
+	ports, err := pickPorts(nodes, true)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{procs: make([]*process, masters)}
-	errs := make([]error, masters)
+	c := &Cluster{procs: make([]*process, nodes), masters: masters, replicas: replicas}
+	errs := make([]error, nodes)
 	var wg sync.WaitGroup
 	for i, port := range ports {
 		wg.Go(func() {
@@ -105,7 +125,7 @@ func (c *Cluster) create() error {
 	ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
 	defer cancel()
 	args := append([]string{"--cluster", "create"}, c.addrs...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	args = append(args, "--cluster-replicas", strconv.Itoa(c.replicas), "--cluster-yes")
 	if out, err := exec.CommandContext(ctx, "redis-cli", args...).CombinedOutput(); err != nil {
 		return fmt.Errorf("redistest: redis-cli --cluster create: %w\n%s", err, out)
 	}
@@ -116,13 +136,12 @@ func (c *Cluster) create() error {
 // cluster_state:ok no sooner than 2 s after it started (Redis's CLUSTER_WRITABLE_DELAY), and
 // until then refuses commands with CLUSTERDOWN, so this is where startup spends its time.
 func (c *Cluster) waitReady() error {
-	n := strconv.Itoa(len(c.addrs))
 	want := map[string]string{
 		"cluster_state":          "ok",
 		"cluster_slots_assigned": strconv.Itoa(clusterSlots),
 		"cluster_slots_ok":       strconv.Itoa(clusterSlots),
-		"cluster_known_nodes":    n,
-		"cluster_size":           n,
+		"cluster_known_nodes":    strconv.Itoa(len(c.addrs)),
+		"cluster_size":           strconv.Itoa(c.masters),
 	}
 	deadline := time.Now().Add(clusterReadyTimeout)
 	for {
@@ -147,6 +166,17 @@ func (c *Cluster) waitReady() error {
 			if self := selfAddr(addr); self != addr {
 				problem = fmt.Sprintf("%s reports its own address as %q", addr, self)
 				break
+			}
+			if c.replicas > 0 {
+				repl, err := do(addr, time.Second, "INFO", "replication")
+				if err != nil {
+					problem = fmt.Sprintf("INFO replication on %s: %v", addr, err)
+					break
+				}
+				if infoField(repl, "role") == "slave" && infoField(repl, "master_link_status") != "up" {
+					problem = fmt.Sprintf("replica %s reports master_link_status:%s", addr, infoField(repl, "master_link_status"))
+					break
+				}
 			}
 		}
 		if problem == "" {
@@ -196,6 +226,85 @@ func (c *Cluster) Restart(i int) error {
 		return fmt.Errorf("redistest: Restart(%d): no such node of an owned cluster", i)
 	}
 	return c.procs[i].restart()
+}
+
+// Masters returns the indexes (in the order of Addrs) of the nodes that are masters now, as the
+// first live node that answers CLUSTER NODES sees them.
+func (c *Cluster) Masters() ([]int, error) {
+	var lastErr error
+	for _, addr := range c.addrs {
+		nodes, err := do(addr, time.Second, "CLUSTER", "NODES")
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		var masters []int
+		for _, line := range strings.Split(nodes, "\n") {
+			f := strings.Fields(line)
+			if len(f) < 3 || !strings.Contains(f[2], "master") || strings.Contains(f[2], "fail") {
+				continue
+			}
+			hostPort, _, _ := strings.Cut(f[1], "@")
+			for i, a := range c.addrs {
+				if a == hostPort {
+					masters = append(masters, i)
+				}
+			}
+		}
+		return masters, nil
+	}
+	return nil, fmt.Errorf("redistest: no node answers CLUSTER NODES: %w", lastErr)
+}
+
+// WaitHealthy waits, up to timeout, until every node but those in down reports
+// cluster_state:ok with all 16384 slots served and sees each node in down as failed: after a
+// Kill, until a replica has taken over the dead master's slots and every live node knows it.
+func (c *Cluster) WaitHealthy(timeout time.Duration, down ...int) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		problem := ""
+		for i, addr := range c.addrs {
+			if slices.Contains(down, i) {
+				continue
+			}
+			info, err := do(addr, time.Second, "CLUSTER", "INFO")
+			if err != nil {
+				problem = fmt.Sprintf("CLUSTER INFO on %s: %v", addr, err)
+				break
+			}
+			if st, ok := infoField(info, "cluster_state"), infoField(info, "cluster_slots_ok"); st != "ok" || ok != strconv.Itoa(clusterSlots) {
+				problem = fmt.Sprintf("%s reports cluster_state:%s, cluster_slots_ok:%s", addr, st, ok)
+				break
+			}
+			nodes, err := do(addr, time.Second, "CLUSTER", "NODES")
+			if err != nil {
+				problem = fmt.Sprintf("CLUSTER NODES on %s: %v", addr, err)
+				break
+			}
+			for _, line := range strings.Split(nodes, "\n") {
+				f := strings.Fields(line)
+				if len(f) < 3 {
+					continue
+				}
+				hostPort, _, _ := strings.Cut(f[1], "@")
+				for _, d := range down {
+					if hostPort == c.addrs[d] && !slices.Contains(strings.Split(f[2], ","), "fail") {
+						problem = fmt.Sprintf("%s sees %s as %s, not failed", addr, hostPort, f[2])
+					}
+				}
+			}
+			if problem != "" {
+				break
+			}
+		}
+		if problem == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redistest: cluster not healthy within %v: %s", timeout, problem)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Owned reports whether this package started the cluster, so tests may FLUSHALL its nodes.

@@ -1,0 +1,250 @@
+package rueidisbackend_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/backend/rueidisbackend"
+	"github.com/retailkit/retail/internal/redistest"
+)
+
+// TestFailover_RepairLeavesNoOrphans starts a cluster of 3 masters with a
+// replica each, runs every session call from many goroutines, and kills
+// (SIGKILL) the master that holds the session index in the middle of it.
+// Its replica takes over without the writes it had not received yet, so
+// sessions lose their index entries, or their user's, and index entries
+// lose their sessions. Once the cluster is whole again and the load has
+// stopped, RepairSessions must leave a keyspace, scanned on every master,
+// with 0 orphans of any kind, every indexed session whole and every
+// session of a user in its user's index; and cleaning to 0 must then leave
+// no session key at all.
+func TestFailover_RepairLeavesNoOrphans(t *testing.T) {
+	cl, err := redistest.StartReplicatedCluster(3, 1,
+		// A master is failed, and its replica elected, about a second
+		// after it stops answering.
+		"--cluster-node-timeout", "1000")
+	if err != nil {
+		unavailable(t, "replicated Redis Cluster", err)
+	}
+	defer cl.Close()
+	addrs := cl.Addrs()
+	c := newClient(t, rueidis.ClientOption{InitAddress: addrs})
+	const prefix = "fo:"
+	// The clock runs with the load, a millisecond now and then, so that
+	// the test can then move it past the time a stray index entry is given
+	// to meet its session (see RepairSessions).
+	clock := retail.NewManualClock(time.Now())
+	s := mustNew(t, c, rueidisbackend.Options{Prefix: prefix, Clock: clock})
+	down := owner(t, c, addrs, prefix+"{sessions}:seen")
+
+	load := startLoad(s, clock)
+	time.Sleep(1500 * time.Millisecond)
+	if err := cl.Kill(down); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	if err := cl.WaitHealthy(30*time.Second, down); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s, master of the session index, killed; its replica took over in %v", addrs[down], time.Since(killed).Round(time.Millisecond))
+	time.Sleep(time.Second) // load on the new master too
+	ops, failed := load.stop()
+	t.Logf("load: %d calls, %d failed (during the failover)", ops, failed)
+	if ops-failed < 1000 {
+		t.Fatalf("only %d of %d calls succeeded: the load did not run", ops-failed, ops)
+	}
+
+	clock.Advance(2 * time.Minute) // beyond strayGrace
+	before := countOrphans(t, c, prefix)
+	t.Logf("before repair: %s", before)
+
+	var repaired int
+	waitFor(t, func() bool {
+		// Until the client has seen the new topology, a repair can fail.
+		repaired, err = s.RepairSessions(bg)
+		return err == nil
+	})
+	t.Logf("RepairSessions found %d entries wrong; Stats().SessionsRepaired = %d", repaired, s.Stats().SessionsRepaired)
+	if again, err := s.RepairSessions(bg); again != 0 || err != nil {
+		t.Errorf("second RepairSessions = %d, %v; want 0, nil (the first one mended everything)", again, err)
+	}
+	if after := countOrphans(t, c, prefix); after != (orphans{}) {
+		t.Errorf("after repair: %s, want none", after)
+	}
+	live := wantWholeKeyspace(t, s, c, prefix)
+	if live == 0 {
+		t.Fatal("no session survived the load: nothing was tested")
+	}
+
+	removed, err := s.CleanSessions(bg, 0, 1<<30)
+	if err != nil {
+		t.Fatalf("CleanSessions(0) = %d, %v", removed, err)
+	}
+	if left := scanAll(t, c, prefix+"*"); len(sessionKeysIn(left, prefix)) != 0 {
+		t.Errorf("cleaning to 0 removed %d sessions and left session keys %q", removed, sessionKeysIn(left, prefix))
+	}
+	if n, err := s.SessionCount(bg); n != 0 || err != nil {
+		t.Errorf("SessionCount after cleaning to 0 = %d, %v; want 0, nil", n, err)
+	}
+}
+
+// sessionKeysIn returns the keys among keys that belong to sessions.
+func sessionKeysIn(keys []string, prefix string) []string {
+	var out []string
+	for _, k := range keys {
+		for _, kind := range []string{"login:{", "seen:{", "cart:{", "values:{"} {
+			if strings.HasPrefix(k, prefix+kind) {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// orphans counts what a failover leaves half done.
+type orphans struct {
+	unindexed  int // sessions (login keys) without an index entry
+	strays     int // index entries without a login key
+	unlisted   int // sessions of a user missing from the user's index
+	headless   int // session keys without their session's login key
+	unreadable int // login keys that do not parse
+}
+
+func (o orphans) String() string {
+	return fmt.Sprintf("%d sessions without index entry, %d index entries without session, %d sessions missing from their user's index, %d session keys without login, %d unreadable logins",
+		o.unindexed, o.strays, o.unlisted, o.headless, o.unreadable)
+}
+
+// countOrphans scans every master and counts the orphans of each kind.
+func countOrphans(t *testing.T, c rueidis.Client, prefix string) orphans {
+	t.Helper()
+	var o orphans
+	keys := scanAll(t, c, prefix+"*")
+	exists := map[string]bool{}
+	for _, k := range keys {
+		exists[k] = true
+	}
+	indexed, err := c.Do(bg, c.B().Zrange().Key(prefix+"{sessions}:seen").Min("0").Max("-1").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inIndex := map[string]bool{}
+	for _, tok := range indexed {
+		inIndex[tok] = true
+		if !exists[sessionKeys(prefix, tok).login] {
+			o.strays++
+		}
+	}
+	for _, k := range keys {
+		for _, kind := range []string{"seen:{", "cart:{", "values:{"} {
+			if rest, ok := strings.CutPrefix(k, prefix+kind); ok && !exists[prefix+"login:{"+rest] {
+				o.headless++
+			}
+		}
+		rest, ok := strings.CutPrefix(k, prefix+"login:{")
+		if !ok {
+			continue
+		}
+		tok := strings.NewReplacer("%25", "%", "%7D", "}").Replace(strings.TrimSuffix(rest, "}"))
+		if !inIndex[tok] {
+			o.unindexed++
+		}
+		login, err := c.Do(bg, c.B().Get().Key(k).Build()).ToString()
+		if rueidis.IsRedisNil(err) {
+			continue // expired or cleaned since the scan
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.SplitN(login, " ", 3)
+		if len(f) != 3 {
+			o.unreadable++
+			continue
+		}
+		if user := f[2]; user != "" {
+			_, err := c.Do(bg, c.B().Zscore().Key(userKey(prefix, user)).Member(tok).Build()).AsFloat64()
+			if rueidis.IsRedisNil(err) {
+				o.unlisted++
+			} else if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return o
+}
+
+// load runs session calls from many goroutines until stopped.
+type load struct {
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
+	ops, failed atomic.Int64
+}
+
+// startLoad starts 16 goroutines that create, refresh, renew, log out and
+// clean sessions of 2,000 tokens and 300 users, each call with a short
+// deadline so that calls to a dead master fail instead of waiting.
+func startLoad(s *rueidisbackend.Store, clock *retail.ManualClock) *load {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &load{cancel: cancel}
+	for g := range 16 {
+		l.wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), 7))
+			for ctx.Err() == nil {
+				tok := fmt.Sprintf("fo-%d", r.IntN(2000))
+				user := fmt.Sprintf("user-%d", r.IntN(300))
+				item := fmt.Sprintf("item-%d", r.IntN(50))
+				cctx, done := context.WithTimeout(ctx, 300*time.Millisecond)
+				var err error
+				switch op := r.IntN(20); {
+				case op < 8:
+					err = s.UpdateToken(cctx, tok, user, item)
+				case op < 10:
+					_, err = s.StartSession(cctx, tok, user)
+				case op < 14:
+					_, _, err = s.RefreshSession(cctx, tok, item)
+				case op < 15:
+					err = s.AddToCart(cctx, tok, item, 1)
+				case op < 16:
+					_, err = s.RenewSession(cctx, tok, fmt.Sprintf("fo-%d", r.IntN(2000)), user)
+				case op < 17:
+					err = s.Logout(cctx, tok)
+				case op < 18:
+					_, err = s.LogoutUser(cctx, user)
+				case op < 19:
+					_, err = s.CleanSessions(cctx, 1500, 20)
+				default:
+					clock.Advance(time.Millisecond)
+				}
+				done()
+				if errors.Is(err, retail.ErrNoSession) || errors.Is(err, retail.ErrInvalid) {
+					err = nil
+				}
+				if ctx.Err() != nil {
+					return
+				}
+				l.ops.Add(1)
+				if err != nil {
+					l.failed.Add(1)
+				}
+			}
+		})
+	}
+	return l
+}
+
+// stop ends the load and returns how many calls it made and how many of
+// them failed.
+func (l *load) stop() (ops, failed int64) {
+	l.cancel()
+	l.wg.Wait()
+	return l.ops.Load(), l.failed.Load()
+}
