@@ -76,11 +76,11 @@ func TestWriteStats(t *testing.T) {
 	writeStats(&b, retail.Stats{
 		PageHits: 12345, PageMisses: 6, PageBypasses: 7, CoalescedRenders: 8,
 		SessionsStarted: 9, Logouts: 10, LogoutUserSessions: 11, SessionsCleaned: 1200, CleaningLag: 13,
-		RowsRefreshed: 14, Rescales: 15, ClientCacheHits: 1600000, ClientCacheMisses: 17,
+		SessionsRepaired: 18, RowsRefreshed: 14, Rescales: 15, ClientCacheHits: 1600000, ClientCacheMisses: 17,
 	})
 	want := `store counters (retail.Stats):
   page cache    12,345 hits, 6 misses, 7 bypasses, 8 coalesced renders
-  sessions      9 started, 10 logouts, 11 ended by LogoutUser, 1,200 cleaned, cleaning lag 13
+  sessions      9 started, 10 logouts, 11 ended by LogoutUser, 1,200 cleaned, cleaning lag 13, 18 index entries repaired
   workers       14 rows refreshed, 15 rescales
   client cache  1,600,000 hits, 17 misses
 `

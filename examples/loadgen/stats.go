@@ -161,8 +161,8 @@ func writeStats(w io.Writer, st retail.Stats) {
 	fmt.Fprintf(w, "store counters (retail.Stats):\n")
 	fmt.Fprintf(w, "  page cache    %s hits, %s misses, %s bypasses, %s coalesced renders\n",
 		n(st.PageHits), n(st.PageMisses), n(st.PageBypasses), n(st.CoalescedRenders))
-	fmt.Fprintf(w, "  sessions      %s started, %s logouts, %s ended by LogoutUser, %s cleaned, cleaning lag %s\n",
-		n(st.SessionsStarted), n(st.Logouts), n(st.LogoutUserSessions), n(st.SessionsCleaned), n(st.CleaningLag))
+	fmt.Fprintf(w, "  sessions      %s started, %s logouts, %s ended by LogoutUser, %s cleaned, cleaning lag %s, %s index entries repaired\n",
+		n(st.SessionsStarted), n(st.Logouts), n(st.LogoutUserSessions), n(st.SessionsCleaned), n(st.CleaningLag), n(st.SessionsRepaired))
 	fmt.Fprintf(w, "  workers       %s rows refreshed, %s rescales\n", n(st.RowsRefreshed), n(st.Rescales))
 	fmt.Fprintf(w, "  client cache  %s hits, %s misses\n", n(st.ClientCacheHits), n(st.ClientCacheMisses))
 }
