@@ -1,0 +1,88 @@
+package rueidisbackend_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/retailkit/retail"
+)
+
+// TestRepair_MendsWhatACrashLeaves plants on a cluster what a process that
+// crashed between the steps of its calls, or a master that lost its last
+// writes, leaves: a session without its index entry, a session missing
+// from its user's index, and an index entry without a session. One repair
+// mends all three, and a second finds nothing left.
+func TestRepair_MendsWhatACrashLeaves(t *testing.T) {
+	tg := targets[len(targets)-1]
+	if tg.name != "cluster" {
+		t.Fatalf("the last target is %q, want the cluster", tg.name)
+	}
+	clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+	s, c, prefix := newStore(t, tg, clock)
+	for _, tok := range []string{"a", "b", "c"} {
+		if created, err := s.StartSession(bg, tok, "user-"+tok); !created || err != nil {
+			t.Fatalf("StartSession(%q) = %v, %v", tok, created, err)
+		}
+		clock.Advance(time.Millisecond)
+	}
+	index := prefix + "{sessions}:seen"
+	for _, cmd := range [][]string{
+		{"ZREM", index, "a"},                     // a: not indexed
+		{"ZREM", userKey(prefix, "user-b"), "b"}, // b: not in its user's index
+		{"ZADD", index, "1", "ghost"},            // an old entry without a session
+	} {
+		if err := c.Do(bg, c.B().Arbitrary(cmd[0]).Keys(cmd[1]).Args(cmd[2:]...).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := s.SessionCount(bg); n != 3 || err != nil { // b, c and the ghost
+		t.Fatalf("SessionCount before repair = %d, %v; want 3 (2 indexed sessions and a stray)", n, err)
+	}
+
+	if n, err := s.RepairSessions(bg); n != 3 || err != nil {
+		t.Errorf("RepairSessions() = %d, %v; want 3, nil", n, err)
+	}
+	indexed, err := c.Do(bg, c.B().Zrange().Key(index).Min("0").Max("-1").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(indexed)
+	if !slices.Equal(indexed, []string{"a", "b", "c"}) {
+		t.Errorf("index after repair = %q, want [a b c]", indexed)
+	}
+	if got, err := s.UserSessions(bg, "user-b"); err != nil || len(got) != 1 || got[0].Token != "b" {
+		t.Errorf("UserSessions(user-b) after repair = %+v, %v; want b's session", got, err)
+	}
+	if n, err := s.LogoutUser(bg, "user-b"); n != 1 || err != nil {
+		t.Errorf("LogoutUser(user-b) after repair = %d, %v; want 1, nil", n, err)
+	}
+	if n, err := s.RepairSessions(bg); n != 0 || err != nil {
+		t.Errorf("second RepairSessions() = %d, %v; want 0, nil", n, err)
+	}
+	wantWholeKeyspace(t, s, c, prefix)
+}
+
+// TestRepair_SingleServerHasNothingToRepair: on one server every call
+// writes a session and its entries in one script, so RepairSessions sends
+// nothing and reports nothing.
+func TestRepair_SingleServerHasNothingToRepair(t *testing.T) {
+	for _, tg := range targets[:len(targets)-1] {
+		t.Run(tg.name, func(t *testing.T) {
+			s, c, prefix := newStore(t, tg, retail.SystemClock{})
+			if err := s.UpdateToken(bg, "a", "alice", "item"); err != nil {
+				t.Fatal(err)
+			}
+			// A planted stray stays: only a cluster's calls can leave one.
+			if err := c.Do(bg, c.B().Zadd().Key(prefix+"{sessions}:seen").ScoreMember().ScoreMember(1, "ghost").Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := s.RepairSessions(bg); n != 0 || err != nil {
+				t.Errorf("RepairSessions() = %d, %v; want 0, nil", n, err)
+			}
+			if err := c.Do(bg, c.B().Zscore().Key(prefix+"{sessions}:seen").Member("ghost").Build()).Error(); err != nil {
+				t.Errorf("ZSCORE of the planted stray after RepairSessions: %v, want it left for cleaning", err)
+			}
+		})
+	}
+}
