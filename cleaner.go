@@ -12,8 +12,15 @@ const (
 	DefaultKeepSessions = 10_000_000  // sessions kept
 	DefaultCleanBatch   = 100         // most sessions removed by one pass
 	DefaultCleanIdle    = time.Second // wait after a pass that found too little to remove
-	DefaultRepairEvery  = 10 * time.Minute
 )
+
+// DefaultRepairEvery is how often the cleaners sharing a Store repair its
+// sessions (see SessionCleanerOptions.RepairEvery) unless told otherwise.
+const DefaultRepairEvery = 10 * time.Minute
+
+// repairRetry is how long a cleaner waits to retry a repair that failed,
+// within the same period.
+const repairRetry = time.Minute
 
 // SessionCleanerOptions configures a [SessionCleaner]. Zero fields take the
 // defaults named on each; negative ones make [NewSessionCleaner] fail with
@@ -36,12 +43,15 @@ type SessionCleanerOptions struct {
 
 	// RepairEvery is how often the cleaners sharing a Store run
 	// [Sessions.RepairSessions] between passes, one of them a period
-	// (they take turns as for cleaning); DefaultRepairEvery if zero. A
-	// cleaner also repairs as soon as it starts, unless another did in the
-	// same period. Only a Store whose session writes can part (Redis
-	// Cluster) does any work; there a repair reads every session, so the
-	// period bounds both its cost and how long a session can stay
-	// unindexed after a master fails over.
+	// (the first to ask after its cleaning pass; they take turns as for
+	// cleaning); DefaultRepairEvery if zero. A repair that fails is
+	// retried a minute later within the period. A cleaner repairs after
+	// its first pass unless another did in the same period. Only a Store
+	// whose session writes can part (Redis Cluster) does any work; there
+	// a repair reads every session, and the cleaner does not clean while
+	// it repairs, so the period bounds its cost and, with the time a
+	// repair takes, how long a session can stay unindexed after a master
+	// fails over.
 	RepairEvery time.Duration
 
 	// Logger receives the errors the cleaner retries after; slog.Default()
@@ -75,7 +85,12 @@ type SessionCleaner struct {
 	turns    turnTaker
 	repairs  turnTaker
 
-	lastRepair int64 // the repair turn this cleaner last ran, -1 before the first
+	// The repair turn this cleaner last asked for (-1 before the first),
+	// whether that turn's repair is done (by it or by another cleaner), and
+	// if not, when to retry it.
+	repairTurn  int64
+	repairDone  bool
+	repairRetry time.Time
 }
 
 // NewSessionCleaner returns a cleaner of s's sessions. It returns an error
@@ -111,7 +126,7 @@ func NewSessionCleaner(s Sessions, opts SessionCleanerOptions) (*SessionCleaner,
 		opts:       opts,
 		turns:      newTurnTaker(s, "clean", opts.Idle, opts.Clock),
 		repairs:    newTurnTaker(s, "repair", opts.RepairEvery, opts.Clock),
-		lastRepair: -1,
+		repairTurn: -1,
 	}
 	if stats, ok := countersOf(s); ok {
 		c.stats = stats
@@ -168,23 +183,35 @@ func (c *SessionCleaner) Run(ctx context.Context) error {
 }
 
 // repair runs RepairSessions if this period's repair is due and this
-// cleaner's turn, and reports whether Run must stop, as stopOn does. A
-// failure is logged, and the repair retried in the next period.
+// cleaner's turn, and reports whether Run must stop, as stopOn does. It
+// asks for the turn once a period; a failure is logged, and the repair
+// retried after repairRetry.
 func (c *SessionCleaner) repair(ctx context.Context) (stop bool, runErr error) {
-	turn, mine, err := c.repairs.mine(ctx)
-	if err == nil && (!mine || turn == c.lastRepair) {
+	now := c.repairs.clock.Now()
+	if turn := c.repairs.current(); turn != c.repairTurn {
+		_, mine, err := c.repairs.mine(ctx)
+		if stop, runErr := stopOn(ctx, err); stop {
+			return true, runErr
+		}
+		if err != nil {
+			logError(ctx, c.opts.Logger, "SessionCleaner", "retail: asking for the turn to repair sessions failed", err)
+			return false, nil
+		}
+		c.repairTurn, c.repairDone, c.repairRetry = turn, !mine, now
+	}
+	if c.repairDone || now.Before(c.repairRetry) {
 		return false, nil
 	}
-	if err == nil {
-		c.lastRepair = turn
-		_, err = c.sessions.RepairSessions(ctx)
-	}
+	_, err := c.sessions.RepairSessions(ctx)
 	if stop, runErr := stopOn(ctx, err); stop {
 		return true, runErr
 	}
 	if err != nil {
-		logError(ctx, c.opts.Logger, "SessionCleaner", "retail: repairing sessions failed", err)
+		c.repairRetry = now.Add(repairRetry)
+		logError(ctx, c.opts.Logger, "SessionCleaner", "retail: repairing sessions failed; retrying in a minute", err)
+		return false, nil
 	}
+	c.repairDone = true
 	return false, nil
 }
 

@@ -186,45 +186,106 @@ func TestNewSessionCleaner_RejectsNilStore(t *testing.T) {
 	}
 }
 
-// repairCounting counts RepairSessions calls over a Sessions that has
-// nothing to repair.
+// repairCounting counts the cleaning passes and the repairs made over a
+// Store, failing the first failures repairs. Embedding the Store keeps it a
+// Coordinator, so that cleaners over it take turns.
 type repairCounting struct {
-	retail.Sessions
-	mu      sync.Mutex
-	repairs int
+	retail.Store
+	mu       sync.Mutex
+	passes   int
+	repairs  int // attempts, failed ones included
+	failures int
+}
+
+func (s *repairCounting) CleanSessions(ctx context.Context, keep, max int) (int, error) {
+	s.mu.Lock()
+	s.passes++
+	s.mu.Unlock()
+	return s.Store.CleanSessions(ctx, keep, max)
 }
 
 func (s *repairCounting) RepairSessions(ctx context.Context) (int, error) {
 	s.mu.Lock()
 	s.repairs++
+	fail := s.failures > 0
+	if fail {
+		s.failures--
+	}
 	s.mu.Unlock()
-	return s.Sessions.RepairSessions(ctx)
+	if fail {
+		return 0, errors.New("node down")
+	}
+	return s.Store.RepairSessions(ctx)
 }
 
-func (s *repairCounting) count() int {
+func (s *repairCounting) counts() (passes, repairs int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.repairs
+	return s.passes, s.repairs
 }
 
-// TestSessionCleaner_RepairsOncePerPeriod runs a cleaner that passes every
-// millisecond: it repairs once when it starts, not again within the same
-// RepairEvery period however many passes it makes, and once more when the
-// clock enters the next period.
+// TestSessionCleaner_RepairsOncePerPeriod runs three cleaners over one
+// Store, passing every millisecond: one repair is made when they start, none
+// more within the same RepairEvery period however many passes they make,
+// and one when the clock enters the next period.
 func TestSessionCleaner_RepairsOncePerPeriod(t *testing.T) {
 	s, clock := newStore(t)
-	rec := &recordingSessions{Sessions: s}
-	rep := &repairCounting{Sessions: rec}
-	stop := start(t, newCleaner(t, rep, retail.SessionCleanerOptions{Idle: time.Millisecond, RepairEvery: time.Hour, Clock: clock}))
-	eventually(t, "a first repair", func() bool { return rep.count() == 1 })
-	before := len(rec.passes())
-	eventually(t, "20 more passes", func() bool { return len(rec.passes()) >= before+20 })
-	if n := rep.count(); n != 1 {
-		t.Errorf("%d repairs within one period, want 1", n)
+	rep := &repairCounting{Store: s}
+	opts := retail.SessionCleanerOptions{Idle: time.Millisecond, RepairEvery: time.Hour, Clock: clock}
+	var stops []func() error
+	for range 3 {
+		stops = append(stops, start(t, newCleaner(t, rep, opts)))
+	}
+	repairs := func() int { _, r := rep.counts(); return r }
+	passes := func() int { p, _ := rep.counts(); return p }
+	eventually(t, "a first repair", func() bool { return repairs() >= 1 })
+	before := passes()
+	eventually(t, "more passes", func() bool { clock.Advance(time.Millisecond); return passes() >= before+30 })
+	if n := repairs(); n != 1 {
+		t.Errorf("%d repairs by 3 cleaners within one period, want 1", n)
 	}
 	clock.Advance(time.Hour)
-	eventually(t, "a second repair in the next period", func() bool { return rep.count() == 2 })
+	eventually(t, "a second repair in the next period", func() bool { return repairs() == 2 })
+	before = passes()
+	eventually(t, "more passes", func() bool { clock.Advance(time.Millisecond); return passes() >= before+30 })
+	if n := repairs(); n != 2 {
+		t.Errorf("%d repairs by 3 cleaners over two periods, want 2", n)
+	}
+	for _, stop := range stops {
+		if err := stop(); err != nil {
+			t.Errorf("Run = %v, want nil", err)
+		}
+	}
+}
+
+// TestSessionCleaner_RetriesAFailedRepair: a repair that fails is logged
+// and retried a minute later, not at every pass nor only in the next period.
+func TestSessionCleaner_RetriesAFailedRepair(t *testing.T) {
+	s, clock := newStore(t)
+	rep := &repairCounting{Store: s, failures: 1}
+	var logs logRecorder
+	stop := start(t, newCleaner(t, rep, retail.SessionCleanerOptions{
+		Idle: time.Millisecond, RepairEvery: time.Hour, Clock: clock, Logger: logs.Logger(),
+	}))
+	repairs := func() int { _, r := rep.counts(); return r }
+	passes := func() int { p, _ := rep.counts(); return p }
+	eventually(t, "a first repair", func() bool { return repairs() == 1 })
+	before := passes()
+	eventually(t, "more passes", func() bool { return passes() >= before+20 })
+	if n := repairs(); n != 1 {
+		t.Errorf("%d repairs within a minute of a failed one, want 1", n)
+	}
+	clock.Advance(time.Minute)
+	eventually(t, "the repair retried", func() bool { return repairs() == 2 })
+	before = passes()
+	eventually(t, "more passes", func() bool { return passes() >= before+20 })
+	if n := repairs(); n != 2 {
+		t.Errorf("%d repairs after a successful retry within the period, want 2", n)
+	}
 	if err := stop(); err != nil {
 		t.Errorf("Run = %v, want nil", err)
+	}
+	if got := logs.String(); strings.Count(got, "node down") != 1 {
+		t.Errorf("log = %q, want the failure logged once", got)
 	}
 }

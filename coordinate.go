@@ -98,11 +98,17 @@ func newTurnTaker(s any, name string, every time.Duration, clock Clock) turnTake
 	return turnTaker{c: c, name: name, owner: rand.Text(), every: every, clock: clock}
 }
 
+// current returns the number of the period of length every that the
+// worker's clock is in.
+func (t turnTaker) current() int64 {
+	return t.clock.Now().UnixMilli() / max(t.every.Milliseconds(), 1)
+}
+
 // mine returns the current turn, the period of length every that the
 // worker's clock is in, and whether this worker holds it. A worker over a
 // store that is no Coordinator holds every turn.
 func (t turnTaker) mine(ctx context.Context) (turn int64, held bool, err error) {
-	turn = t.clock.Now().UnixMilli() / max(t.every.Milliseconds(), 1)
+	turn = t.current()
 	if t.c == nil {
 		return turn, true, nil
 	}

@@ -60,21 +60,23 @@ return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[3], 'WITHSCORES'
 `)
 
 // reindex settles index entries read by a pass: each whose stamp is still
-// the one read is removed (new stamp "") or moved to the new stamp.
+// the one read is removed (new stamp "") or moved to the new stamp. It
+// answers how many it removed.
 //
 // KEYS: index. ARGV: token, stamp read, new stamp triples.
 var reindex = newScript(`
+local removed = 0
 for i = 1, #ARGV, 3 do
   local s = redis.call('ZSCORE', KEYS[1], ARGV[i])
   if s and tonumber(s) == tonumber(ARGV[i + 1]) then
     if ARGV[i + 2] == '' then
-      redis.call('ZREM', KEYS[1], ARGV[i])
+      removed = removed + redis.call('ZREM', KEYS[1], ARGV[i])
     else
       redis.call('ZADD', KEYS[1], ARGV[i + 2], ARGV[i])
     end
   end
 end
-return 1
+return removed
 `)
 
 // cleanRound removes up to limit sessions and reports whether it changed

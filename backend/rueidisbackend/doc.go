@@ -214,8 +214,9 @@
 // What that can leave: RefreshSession in a cluster, a view not counted and
 // an index entry lagging (cleaning corrects it); StartSession or
 // UpdateToken in a cluster, a session without its index entry or its
-// user's index entry (not cleaned, not listed; its keys' TTLs free it) or an
-// index entry without a session (cleaned after a minute); Logout, a session
+// user's index entry (until RepairSessions or its next UpdateToken indexes
+// it; its keys' TTLs free it otherwise) or an index entry without a session
+// (cleaned or repaired after a minute); Logout, a session
 // deleted whose index entries remain (cleaned, or never returned, as
 // above); LogoutUser, some of the user's sessions ended and not others
 // (call it again); RenewSession, as described above; CleanSessions,
@@ -248,16 +249,24 @@
 // login keys of every master and indexes each session its index or its
 // user's index misses, at the session's own stamps, and removes each index
 // entry that has had no session for a minute (an update in flight writes its
-// entry a moment before its session, so a younger one is left alone). The
+// entry a moment before its session, so a younger one is left alone).
+// Entries of users' indexes whose session is gone are left to the lifetime
+// pruning of those indexes: they are never returned. The
 // retail.SessionCleaner runs it every RepairEvery (10 minutes by default, one
-// cleaner at a time), so a session stays unindexed for at most that long after
-// a failover; UpdateToken re-indexes its session at once. A repair reads three
-// keys a session and sends one command per session to mend, so it costs about
-// one UpdateToken per session held. On a single server every call writes a
-// session and its entries in one script and RepairSessions returns at once.
+// cleaner at a time, a failed repair retried a minute later), so a session
+// stays unindexed for about that long at most after a failover; UpdateToken
+// re-indexes its session at once. A repair scans every key of every master
+// (SCAN, matching the login keys), reads each session's login and seen keys
+// and its two index scores in batches of about a thousand, and checks each
+// index entry older than a minute for its session: a few commands per
+// session, pipelined, and one write per entry to mend. It needs CLUSTER SLOTS
+// and SCAN, no admin rights. On a single server every call writes a session
+// and its entries in one script and RepairSessions returns at once.
 // TestFailover_RepairLeavesNoOrphans kills the master of the session index of
-// a 3-master cluster with replicas under load: the failover left 3 to 13
+// a 3-master cluster with replicas under load, with its calls failing for the
+// two or three seconds of the failover; over five runs this left 3 to 13
 // sessions unindexed, 37 to 144 entries without a session and 55 to 138
-// sessions missing from their user's index, over five runs; after one repair,
-// a scan of every master finds none.
+// sessions missing from their user's index, most of them from calls that
+// failed between their steps rather than from writes the replica missed.
+// After one repair, a scan of every master finds none.
 package rueidisbackend

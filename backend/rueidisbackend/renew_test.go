@@ -73,7 +73,7 @@ func TestRenewSession_FailureBetweenStepsIsRepaired(t *testing.T) {
 		if n, err := s.CleanSessions(bg, 0, 100); n != 2 || err != nil {
 			t.Errorf("CleanSessions(0, 100) = %d, %v; want 2", n, err)
 		}
-		if keys := scanAll(t, c, prefix+"*"); len(keys) != 0 {
+		if keys := scanAll(t, c, prefix); len(keys) != 0 {
 			t.Errorf("keys left after cleaning: %q; want none", keys)
 		}
 	})

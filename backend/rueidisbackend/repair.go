@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 
@@ -39,20 +40,27 @@ const repairBatch = 1000
 // each session that its index or its user's index misses, at the session's
 // own stamps; then it scans the index and removes each entry that has had
 // no session for longer than strayGrace. It returns how many entries it
-// found wrong: written, or removed unless their session came back.
+// wrote or removed.
 //
 // A session deleted while the repair reads it may be indexed again; its
 // entry is then a stray that the next repair or cleaning pass removes. A
-// master that cannot be read is skipped and its error returned, after the
-// others are repaired.
+// session that logs in again while the repair reads it may get its former
+// created stamp back in its user's index; the entry still names it, so
+// LogoutUser ends it, but its later logout leaves that entry for the
+// index's lifetime pruning. Entries of users' indexes whose session is gone
+// are left to that pruning too: they are never returned. Sessions whose
+// reads fail, and masters that cannot be scanned, are skipped and the first
+// error returned, after the others are repaired.
 func (s *store) RepairSessions(ctx context.Context) (int, error) {
 	if !s.cluster {
 		return 0, nil
 	}
-	if err := firstError(s.withDeferred(ctx)); err != nil {
+	s.withDeferred(ctx) // what fails goes back to the buffer
+	masters, err := s.masters(ctx)
+	if err != nil {
 		return 0, err
 	}
-	masters, errs := s.masters(ctx)
+	var errs []error
 	repaired := 0
 	for addr, node := range masters {
 		n, err := s.repairNode(ctx, node)
@@ -72,42 +80,61 @@ func (s *store) RepairSessions(ctx context.Context) (int, error) {
 	return repaired, errors.Join(errs...)
 }
 
-// firstError returns the first error among replies.
-func firstError(replies []rueidis.RedisResult) error {
-	for _, r := range replies {
-		if err := r.Error(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// masters returns a client for each node of the cluster that says it is a
-// master, and the errors of the nodes that did not answer.
-func (s *store) masters(ctx context.Context) (map[string]rueidis.Client, []error) {
-	masters := map[string]rueidis.Client{}
+// masters returns a client for each master of the cluster, as the
+// cluster's slot map (CLUSTER SLOTS, which needs no admin rights, unlike
+// ROLE) names them.
+func (s *store) masters(ctx context.Context) (map[string]rueidis.Client, error) {
+	// Asked of each node in turn: the client may still know a node that
+	// failed.
+	nodes := s.c.Nodes()
+	var ranges []rueidis.RedisMessage
 	var errs []error
-	for addr, node := range s.c.Nodes() {
-		role, err := node.Do(ctx, node.B().Role().Build()).ToArray()
-		if err == nil && len(role) == 0 {
-			err = errShortReply
+	for _, node := range nodes {
+		r, err := node.Do(ctx, node.B().ClusterSlots().Build()).ToArray()
+		if err == nil {
+			ranges, errs = r, nil
+			break
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("ROLE on %s: %w", addr, err))
-			continue
-		}
-		if r, _ := role[0].ToString(); r == "master" {
-			masters[addr] = node
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
 		}
 	}
-	return masters, errs
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	masters := map[string]rueidis.Client{}
+	for _, r := range ranges {
+		// [start, end, [host, port, id, ...] of the master, replicas...]
+		f, err := r.ToArray()
+		if err != nil || len(f) < 3 {
+			return nil, errShortReply
+		}
+		m, err := f[2].ToArray()
+		if err != nil || len(m) < 2 {
+			return nil, errShortReply
+		}
+		host, _ := m[0].ToString()
+		port, err := m[1].AsInt64()
+		if err != nil {
+			return nil, errShortReply
+		}
+		addr := net.JoinHostPort(host, strconv.FormatInt(port, 10))
+		node, ok := nodes[addr]
+		if !ok {
+			return nil, fmt.Errorf("the master %s that CLUSTER SLOTS names is not among the client's nodes yet", addr)
+		}
+		masters[addr] = node
+	}
+	return masters, nil
 }
 
 // repairNode scans the login keys of one master and repairs the indexes of
 // the sessions they name.
 func (s *store) repairNode(ctx context.Context, node rueidis.Client) (int, error) {
-	pattern := s.k.prefix + loginKind + ":{*"
+	pattern := globEscape.Replace(s.k.prefix+loginKind+":{") + "*"
 	repaired := 0
+	var firstErr error // of a batch; the scan goes on
 	var cursor uint64
 	for {
 		e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(repairBatch).Type("string").Build()).AsScanEntry()
@@ -122,17 +149,25 @@ func (s *store) repairNode(ctx context.Context, node rueidis.Client) (int, error
 		}
 		n, err := s.repairSessions(ctx, tokens)
 		repaired += n
-		if err != nil {
+		if err != nil && ctx.Err() != nil {
 			return repaired, err
 		}
+		if firstErr == nil {
+			firstErr = err
+		}
 		if cursor = e.Cursor; cursor == 0 {
-			return repaired, nil
+			return repaired, firstErr
 		}
 	}
 }
 
+// globEscape escapes the characters that SCAN's MATCH patterns give a
+// meaning to, so that a prefix matches itself.
+var globEscape = strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`)
+
 // repairSessions indexes each of the sessions of tokens that the session
-// index or its user's index misses.
+// index or its user's index misses. A session whose reads fail is skipped
+// and the first error returned, after the others are mended.
 func (s *store) repairSessions(ctx context.Context, tokens []string) (int, error) {
 	if len(tokens) == 0 {
 		return 0, nil
@@ -146,36 +181,35 @@ func (s *store) repairSessions(ctx context.Context, tokens []string) (int, error
 	calls = append(calls, call{cmd: s.c.B().Zmscore().Key(s.k.index()).Member(tokens...).Build()})
 	res := s.do(ctx, calls...)
 	scores, err := res[len(res)-1].ToArray()
+	if err == nil && len(scores) != len(tokens) {
+		err = errShortReply
+	}
 	if err != nil {
 		return 0, err
 	}
-	if len(scores) != len(tokens) {
-		return 0, errShortReply
-	}
+	var errs []error
 	var fix []call
 	byUser := map[string][]int{} // user -> positions in tokens of its sessions
 	logins := make([]login, len(tokens))
+	now := s.nowMs()
 	for i, t := range tokens {
-		lv, okLogin, err := optString2(res[2*i])
-		if err != nil {
-			return 0, err
-		}
-		sv, okSeen, err := optString2(res[2*i+1])
-		if err != nil {
-			return 0, err
+		lv, okLogin, err1 := optResult(res[2*i])
+		sv, okSeen, err2 := optResult(res[2*i+1])
+		if err := errors.Join(err1, err2); err != nil {
+			errs = append(errs, err)
+			continue
 		}
 		l, parsed := parseLogin(lv)
-		if !okLogin || !okSeen || !parsed {
+		stamp, _, seenParsed := parseSeen(sv)
+		if !okLogin || !okSeen || !parsed || !seenParsed {
 			continue // gone since the scan, or not a session of this layout
-		}
-		stamp, err := strconv.ParseFloat(strings.Fields(sv)[0], 64)
-		if err != nil {
-			continue
 		}
 		if scores[i].IsNil() {
 			fix = append(fix, s.indexCall(t, stamp))
 		}
-		if l.user != "" {
+		// A user's index drops the sessions past their lifetime as soon
+		// as it is written (see indexUser), so those are not mended.
+		if l.user != "" && l.created+s.life > now {
 			logins[i] = l
 			byUser[l.user] = append(byUser[l.user], i)
 		}
@@ -193,12 +227,13 @@ func (s *store) repairSessions(ctx context.Context, tokens []string) (int, error
 	}
 	for j, r := range s.do(ctx, calls...) {
 		got, err := r.ToArray()
-		if err != nil {
-			return 0, err
-		}
 		at := byUser[users[j]]
-		if len(got) != len(at) {
-			return 0, errShortReply
+		if err == nil && len(got) != len(at) {
+			err = errShortReply
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
 		for k, i := range at {
 			c, err := got[k].AsFloat64()
@@ -207,11 +242,22 @@ func (s *store) repairSessions(ctx context.Context, tokens []string) (int, error
 			}
 		}
 	}
-	return len(fix), s.send(ctx, fix)
+	fixed := 0
+	for _, r := range s.do(ctx, fix...) {
+		if err := r.Error(); err != nil {
+			errs = append(errs, err)
+		} else {
+			fixed++
+		}
+	}
+	if len(errs) > 0 {
+		return fixed, errs[0]
+	}
+	return fixed, nil
 }
 
-// optString2 is optString over a reply.
-func optString2(r rueidis.RedisResult) (string, bool, error) {
+// optResult is optString over a reply.
+func optResult(r rueidis.RedisResult) (string, bool, error) {
 	m, err := r.ToMessage()
 	if err != nil {
 		if rueidis.IsRedisNil(err) {
@@ -223,7 +269,8 @@ func optString2(r rueidis.RedisResult) (string, bool, error) {
 }
 
 // removeStrays scans the session index and removes, with reindex, each
-// entry older than strayGrace whose session has no login key.
+// entry older than strayGrace whose session has no login key, unless it
+// changed since the scan read it.
 func (s *store) removeStrays(ctx context.Context) (int, error) {
 	bound := float64(s.nowMs() - strayGrace.Milliseconds())
 	removed := 0
@@ -254,10 +301,11 @@ func (s *store) removeStrays(ctx context.Context) (int, error) {
 			}
 		}
 		if len(settle) > 0 {
-			if err := s.send(ctx, []call{s.scriptCall(reindex, []string{s.k.index()}, settle)}); err != nil {
+			n, err := s.do(ctx, s.scriptCall(reindex, []string{s.k.index()}, settle))[0].AsInt64()
+			removed += int(n)
+			if err != nil {
 				return removed, err
 			}
-			removed += len(settle) / 3
 		}
 		if cursor = e.Cursor; cursor == 0 {
 			return removed, nil

@@ -2,10 +2,13 @@ package rueidisbackend_test
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/backend/rueidisbackend"
 )
 
 // TestRepair_MendsWhatACrashLeaves plants on a cluster what a process that
@@ -19,7 +22,9 @@ func TestRepair_MendsWhatACrashLeaves(t *testing.T) {
 		t.Fatalf("the last target is %q, want the cluster", tg.name)
 	}
 	clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
-	s, c, prefix := newStore(t, tg, clock)
+	c, prefix := tg.client(t, rueidis.ClientOption{})
+	prefix += "glob*?[x]\\:" // SCAN's pattern characters must match themselves
+	s := mustNew(t, c, rueidisbackend.Options{Prefix: prefix, Clock: clock})
 	for _, tok := range []string{"a", "b", "c"} {
 		if created, err := s.StartSession(bg, tok, "user-"+tok); !created || err != nil {
 			t.Fatalf("StartSession(%q) = %v, %v", tok, created, err)
@@ -31,13 +36,14 @@ func TestRepair_MendsWhatACrashLeaves(t *testing.T) {
 		{"ZREM", index, "a"},                     // a: not indexed
 		{"ZREM", userKey(prefix, "user-b"), "b"}, // b: not in its user's index
 		{"ZADD", index, "1", "ghost"},            // an old entry without a session
+		{"ZADD", index, strconv.FormatInt(clock.Now().UnixMilli(), 10), "young"}, // a young one: an update in flight
 	} {
 		if err := c.Do(bg, c.B().Arbitrary(cmd[0]).Keys(cmd[1]).Args(cmd[2:]...).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n, err := s.SessionCount(bg); n != 3 || err != nil { // b, c and the ghost
-		t.Fatalf("SessionCount before repair = %d, %v; want 3 (2 indexed sessions and a stray)", n, err)
+	if n, err := s.SessionCount(bg); n != 4 || err != nil {
+		t.Fatalf("SessionCount before repair = %d, %v; want 4 (2 indexed sessions and 2 strays)", n, err)
 	}
 
 	if n, err := s.RepairSessions(bg); n != 3 || err != nil {
@@ -48,8 +54,11 @@ func TestRepair_MendsWhatACrashLeaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(indexed)
-	if !slices.Equal(indexed, []string{"a", "b", "c"}) {
-		t.Errorf("index after repair = %q, want [a b c]", indexed)
+	if !slices.Equal(indexed, []string{"a", "b", "c", "young"}) {
+		t.Errorf("index after repair = %q, want [a b c young]: the old stray removed, the young one left to meet its session", indexed)
+	}
+	if err := c.Do(bg, c.B().Zrem().Key(index).Member("young").Build()).Error(); err != nil {
+		t.Fatal(err)
 	}
 	if got, err := s.UserSessions(bg, "user-b"); err != nil || len(got) != 1 || got[0].Token != "b" {
 		t.Errorf("UserSessions(user-b) after repair = %+v, %v; want b's session", got, err)
