@@ -14,13 +14,16 @@ const cleanBatch = 1000
 
 // CleanSessions implements driver.Store. Each round of the pass reads the
 // oldest index entries with their stamps (as many as are idle-expired, or
-// beyond the newest keep, whichever is more), deletes every session whose
-// stamp is still the one read (one script per session in a cluster, where
-// sessions live on different slots; one script for the round on a single
-// server), then settles the index: entries of deleted sessions and old
-// strays go, and entries that lag behind their session's stamp (a refresh
-// moves the index only now and then, see refreshSession) are moved up to
-// it, so that the next round reads the sessions in their true order. A
+// beyond the newest keep, whichever is more; from every part of the index
+// if Options.Spread splits it, merged so that the parts give the entries
+// one index would), deletes every session whose stamp is still the one
+// read (one script per session in a cluster, where sessions live on
+// different slots; one script for the round on a single server), then
+// settles the index, each entry in the part it was read from: entries of
+// deleted sessions and old strays go, and entries that lag behind their
+// session's stamp (a refresh moves the index only now and then, see
+// refreshSession) are moved up to it, so that the next round reads the
+// sessions in their true order. A
 // session refreshed at any point after the read has a new stamp and
 // survives; one created again after its keys were deleted has a new stamp
 // that the last step leaves alone. Sessions refreshed after the pass began
@@ -44,26 +47,12 @@ func (s *store) CleanSessions(ctx context.Context, keep, max int) (int, error) {
 // one was left by a write that failed, or by keys that expired by their TTL.
 const strayGrace = time.Minute
 
-// oldestSessions returns, as token, stamp pairs, the oldest index entries
-// with stamps below ARGV[3] (the pass's start): as many as lie beyond the
-// newest ARGV[1] or have stamps below ARGV[4] (idle-expired), whichever is
-// more, and at most ARGV[2].
-//
-// KEYS: index.
-var oldestSessions = newScript(`
-local n = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[1])
-local expired = redis.call('ZCOUNT', KEYS[1], '-inf', '(' .. ARGV[4])
-if expired > n then n = expired end
-if n <= 0 then return {} end
-n = math.min(n, tonumber(ARGV[2]))
-return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[3], 'WITHSCORES', 'LIMIT', 0, n)
-`)
-
 // reindex settles index entries read by a pass: each whose stamp is still
 // the one read is removed (new stamp "") or moved to the new stamp. It
 // answers how many it removed.
 //
-// KEYS: index. ARGV: token, stamp read, new stamp triples.
+// KEYS: the index part the entries were read from. ARGV: token, stamp
+// read, new stamp triples.
 var reindex = newScript(`
 local removed = 0
 for i = 1, #ARGV, 3 do
@@ -83,46 +72,56 @@ return removed
 // anything; a round that changed nothing ends the pass.
 func (s *store) cleanRound(ctx context.Context, keep, limit int, start float64, now int64) (removed int, progress bool, err error) {
 	idleBound := i64(now - s.idle + 1) // stamps below it are idle-expired
-	pairs, err := s.do(ctx, s.scriptCall(oldestSessions, []string{s.k.index()},
-		[]string{itoa(keep), itoa(limit), formatStamp(start), idleBound}))[0].AsStrSlice()
-	if err != nil || len(pairs) == 0 {
+	entries, err := s.oldest(ctx, keep, limit, start, idleBound)
+	if err != nil || len(entries) == 0 {
 		return 0, false, err
 	}
-	tokens := make([]string, 0, len(pairs)/2)
-	stamps := make([]string, 0, len(pairs)/2)
-	for i := 0; i+1 < len(pairs); i += 2 {
-		tokens = append(tokens, pairs[i])
-		stamps = append(stamps, pairs[i+1])
-	}
 	if !s.cluster {
-		return s.cleanAt(ctx, tokens, stamps, start)
+		return s.cleanAt(ctx, entries, start)
+	}
+	tokens := make([]string, len(entries))
+	stamps := make([]string, len(entries))
+	for i, e := range entries {
+		tokens[i], stamps[i] = e.token, e.stamp
 	}
 	outcome, err := s.deleteSessions(ctx, tokens, stamps)
 	if err != nil {
 		return 0, false, err
 	}
-	var settle []string
+	// The settles of each part of the index, in the order the parts come.
+	settle := map[int][]string{}
+	var parts []int
+	add := func(e indexEntry, newStamp string) {
+		if _, ok := settle[e.part]; !ok {
+			parts = append(parts, e.part)
+		}
+		settle[e.part] = append(settle[e.part], e.token, e.stamp, newStamp)
+	}
 	var gone []ended
 	for i, o := range outcome {
 		switch {
 		case o.code == cleanDeleted:
 			removed++
-			settle = append(settle, tokens[i], stamps[i], "")
+			add(entries[i], "")
 			if l, ok := parseLogin(o.extra); ok && l.user != "" {
 				gone = append(gone, ended{token: tokens[i], user: l.user, cstamp: l.cstamp})
 			}
 		case o.code == cleanNoSession && stale(stamps[i], start):
 			// A stray index entry: nothing else would ever remove it, but
 			// it was no session.
-			settle = append(settle, tokens[i], stamps[i], "")
+			add(entries[i], "")
 		case o.code == cleanKept && o.extra != "":
-			settle = append(settle, tokens[i], stamps[i], o.extra)
+			add(entries[i], o.extra)
 		}
 	}
-	if len(settle) == 0 {
+	if len(parts) == 0 {
 		return 0, false, nil
 	}
-	calls := append([]call{s.scriptCall(reindex, []string{s.k.index()}, settle)}, s.unindexEnded(gone)...)
+	calls := make([]call, 0, len(parts)+1)
+	for _, p := range parts {
+		calls = append(calls, s.scriptCall(reindex, []string{s.k.indexPart(p)}, settle[p]))
+	}
+	calls = append(calls, s.unindexEnded(gone)...)
 	return removed, true, s.send(ctx, calls)
 }
 
@@ -168,8 +167,8 @@ return out
 // entry without a session is removed if its stamp is below ARGV[1] (see
 // stale). It answers as cleanSessions.
 //
-// KEYS: index, then the keys of each session in the order of
-// sessionKeys.all. ARGV: the stray bound, then the token and the stamp read
+// KEYS: the index part the entries were read from, then the keys of each
+// session in the order of sessionKeys.all. ARGV: the stray bound, then the token and the stamp read
 // of each session.
 var cleanSettle = newScript(`
 local DELETED, KEPT, NO_SESSION = 1, 0, 2
@@ -209,19 +208,78 @@ each('ZREM', KEYS[1], unindexed)
 return out
 `)
 
+// cleanSettleParts is cleanSettle for an index split in parts: each
+// session's entry is settled in the part it was read from.
+//
+// KEYS: for each session, the index part its entry was read from, then its
+// keys in the order of sessionKeys.all. ARGV: as cleanSettle's.
+var cleanSettleParts = newScript(`
+local DELETED, KEPT, NO_SESSION = 1, 0, 2
+local bound, n = tonumber(ARGV[1]), (#ARGV - 1) / 2
+local logins, seens = {}, {}
+for j = 1, n do
+  logins[j], seens[j] = KEYS[5 * j - 3], KEYS[5 * j - 2]
+end
+logins, seens = redis.call('MGET', unpack(logins)), redis.call('MGET', unpack(seens))
+local out, dels, unindexed, parts = {}, {}, {}, {}
+for j = 1, n do
+  local index, token, read = KEYS[5 * j - 4], ARGV[2 * j], tonumber(ARGV[2 * j + 1])
+  local stamp = seens[j] and string.match(seens[j], '^%S+')
+  if stamp and tonumber(stamp) ~= read then
+    redis.call('ZADD', index, 'XX', 'GT', stamp, token)
+    out[#out + 1] = KEPT
+    out[#out + 1] = stamp
+  else
+    for k = 5 * j - 3, 5 * j do dels[#dels + 1] = KEYS[k] end
+    if stamp or read < bound then
+      if not unindexed[index] then
+        unindexed[index] = {}
+        parts[#parts + 1] = index
+      end
+      table.insert(unindexed[index], token)
+    end
+    out[#out + 1] = stamp and DELETED or NO_SESSION
+    out[#out + 1] = stamp and logins[j] or false
+  end
+end
+for i = 1, #dels, 1000 do
+  redis.call('DEL', unpack(dels, i, math.min(i + 999, #dels)))
+end
+for _, index in ipairs(parts) do
+  local tokens = unindexed[index]
+  for i = 1, #tokens, 1000 do
+    redis.call('ZREM', index, unpack(tokens, i, math.min(i + 999, #tokens)))
+  end
+end
+return out
+`)
+
 // cleanAt is cleanRound's second step on a single server: one script
-// deletes the sessions read and settles their index entries, and one
+// deletes the sessions read and settles their index entries (in the parts
+// they were read from, if Options.Spread splits the index), and one
 // removes the deleted sessions from their users' indexes.
-func (s *store) cleanAt(ctx context.Context, tokens, stamps []string, start float64) (removed int, progress bool, err error) {
-	keys := make([]string, 1, 1+4*len(tokens))
-	keys[0] = s.k.index()
-	args := make([]string, 1, 1+2*len(tokens))
+func (s *store) cleanAt(ctx context.Context, entries []indexEntry, start float64) (removed int, progress bool, err error) {
+	tokens := make([]string, len(entries))
+	stamps := make([]string, len(entries))
+	args := make([]string, 1, 1+2*len(entries))
 	args[0] = formatStamp(start - float64(strayGrace.Milliseconds()))
-	for i, t := range tokens {
-		keys = append(keys, s.k.session(t).all()...)
-		args = append(args, t, stamps[i])
+	sc, stride := cleanSettle, 4
+	if s.k.spread > 1 {
+		sc, stride = cleanSettleParts, 5
 	}
-	outcome, err := s.outcomes(s.do(ctx, s.scriptCall(cleanSettle, keys, args)), tokens)
+	keys := make([]string, 0, 1+stride*len(entries))
+	if s.k.spread == 1 {
+		keys = append(keys, s.k.indexPart(0))
+	}
+	for i, e := range entries {
+		tokens[i], stamps[i] = e.token, e.stamp
+		if s.k.spread > 1 {
+			keys = append(keys, s.k.indexPart(e.part))
+		}
+		keys = append(keys, s.k.session(e.token).all()...)
+		args = append(args, e.token, e.stamp)
+	}
+	outcome, err := s.outcomes(s.do(ctx, s.scriptCall(sc, keys, args)), tokens)
 	if err != nil {
 		return 0, false, err
 	}

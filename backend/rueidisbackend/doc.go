@@ -39,6 +39,8 @@
 //	inv:ID (string)          retail:row:ID (string)          same
 //	schedule:, delay: (zset) retail:{rows}:schedule, :delay  one slot, so one script claims due rows
 //	                         retail:claim:{NAME} (string)    the latest turn claimed of a worker's work, "TURN OWNER", so that workers of several processes take turns
+//	                         retail:{sessions:K}:seen        with Options.Spread N > 1: part K of the cleaning index, K = 0..N-1 (see below)
+//	                         retail:{views:K}:viewed         with Options.Spread N > 1: part K of the view counts
 //
 // T is the token and U the user, with "%" and "}" escaped so that {T} and
 // {U} are always the whole hash tag: a session's keys share a slot and its
@@ -53,6 +55,26 @@
 // which held the user alone, count as no session; sessions written before
 // recent items moved into the seen key keep their login but lose their
 // recent items.
+//
+// The cleaning index and the view counts are written by every request. With
+// Options.Spread N above 1 (the default is 1), each is split into N parts,
+// each a sorted set on a slot of its own, so that in a cluster those writes
+// spread over several masters. A token's entry and an item's count live in
+// part
+//
+//	K = FNV-1a-32(the token's or item's bytes) mod N
+//
+// (the 32-bit FNV-1a hash: offset basis 2166136261, prime 16777619, each
+// byte XORed in then multiplied). That mapping is part of the stored data:
+// it is the same in every process and every version, and every process
+// that shares the data must use the same Spread and Prefix. With a Spread of
+// 1 the keys are the single sets {sessions}:seen and {views}:viewed, as
+// before Spread existed. SessionCount, CleanSessions, TopItems, ItemRank
+// and RescaleViews read every part and answer exactly as one set would
+// (ItemRank counts the members that rank before the item in each part,
+// ties broken by name in byte order, as Redis orders them); see
+// Options.Spread for the cost, and for why changing it on existing data is
+// not supported.
 //
 // # Round trips
 //
@@ -74,7 +96,12 @@
 // its three writes at once, as the book's update_token does. Logout of a
 // logged-in user takes two round trips, UserSessions two, LogoutUser three,
 // RenewSession three to five, and CleanSessions three a batch of 1,000
-// sessions (in a cluster, one script a session in the second).
+// sessions (in a cluster, one script a session in the second). With
+// Options.Spread above 1, SessionCount, TopItems and, in a cluster, the
+// first round trip of each CleanSessions batch send commands to every part
+// of the shared set, all in that round trip (on a single server one script
+// reads every part for cleaning); ItemRank takes two round trips (the
+// item's own part, then the others) and RescaleViews up to three.
 //
 // # Expiry, and key TTLs
 //
@@ -147,7 +174,7 @@
 //
 // RefreshSession writes the session's stamp to the index only when it moves
 // the login's deadline, so that most requests leave the shared index (one
-// slot, one node of a cluster) alone. An index entry may thus lag behind its
+// slot, one node of a cluster, or Options.Spread of them) alone. An index entry may thus lag behind its
 // session's stamp; a pass that reads such an entry leaves the session alone
 // and moves the entry up to the session's stamp, then reads again, so it
 // still removes sessions in the order they were last seen. The index entry
@@ -228,7 +255,8 @@
 // replica after the cluster's node timeout. Meanwhile the slots it served
 // refuse every call: sessions whose keys live there cannot be checked or
 // refreshed. Sessions on the other masters keep working even if the
-// failed master holds the session index or the view counts: RefreshSession
+// failed master holds the session index or the view counts (or parts of
+// them, see Options.Spread): RefreshSession
 // and UpdateToken keep the index and view writes they could not send in a
 // bounded buffer (views of up to 100,000 distinct items) and send it with
 // the next call that reaches those slots, at most every 100 ms, and

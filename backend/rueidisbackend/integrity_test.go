@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,72 +30,91 @@ import (
 // RenewSession to a token that is being logged out, can leave one. Such
 // entries are never returned (UserSessions checks each session) and go at
 // the latest a lifetime later; the test counts them.
+//
+// It runs with the shared sets whole and split (see spreads).
 func TestCleanup_NoOrphanKeysAfterConcurrentStress(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg target) {
-		clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
-		s, c, prefix := newStore(t, tg, clock)
-		tokens := make([]string, 64)
-		for i := range tokens {
-			tokens[i] = fmt.Sprintf("stress-%02d", i)
-		}
-		tokens[0], tokens[1] = "odd}token", "odd%7Dtoken" // escaping must keep them apart
-		userOf := func(tok string) string { return "user-" + tok }
-		var wg sync.WaitGroup
-		for g := range 8 {
-			wg.Go(func() {
-				r := rand.New(rand.NewPCG(uint64(g), 1))
-				for range 400 {
-					tok := tokens[r.IntN(len(tokens))]
-					item := fmt.Sprintf("item-%d", r.IntN(5))
-					var err error
-					switch op := r.IntN(14); {
-					case op < 3:
-						err = s.UpdateToken(bg, tok, userOf(tok), item)
-					case op < 4:
-						_, err = s.StartSession(bg, tok, userOf(tok))
-					case op < 6:
-						_, _, err = s.RefreshSession(bg, tok, item)
-					case op < 7:
-						err = s.AddToCart(bg, tok, item, 1+r.IntN(3))
-					case op < 8:
-						err = s.SetValue(bg, tok, "flash", []byte(item))
-					case op < 9:
-						other := tokens[r.IntN(len(tokens))]
-						if other != tok {
-							_, err = s.RenewSession(bg, tok, other, userOf(other))
+		forEachSpread(t, func(t *testing.T, spread int) {
+			clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+			s, c, prefix := newStoreWith(t, tg, rueidisbackend.Options{Clock: clock, Spread: spread})
+			tokens := make([]string, 64)
+			for i := range tokens {
+				tokens[i] = fmt.Sprintf("stress-%02d", i)
+			}
+			tokens[0], tokens[1] = "odd}token", "odd%7Dtoken" // escaping must keep them apart
+			userOf := func(tok string) string { return "user-" + tok }
+			var wg sync.WaitGroup
+			for g := range 8 {
+				wg.Go(func() {
+					r := rand.New(rand.NewPCG(uint64(g), 1))
+					for range 400 {
+						tok := tokens[r.IntN(len(tokens))]
+						item := fmt.Sprintf("item-%d", r.IntN(5))
+						var err error
+						switch op := r.IntN(14); {
+						case op < 3:
+							err = s.UpdateToken(bg, tok, userOf(tok), item)
+						case op < 4:
+							_, err = s.StartSession(bg, tok, userOf(tok))
+						case op < 6:
+							_, _, err = s.RefreshSession(bg, tok, item)
+						case op < 7:
+							err = s.AddToCart(bg, tok, item, 1+r.IntN(3))
+						case op < 8:
+							err = s.SetValue(bg, tok, "flash", []byte(item))
+						case op < 9:
+							other := tokens[r.IntN(len(tokens))]
+							if other != tok {
+								_, err = s.RenewSession(bg, tok, other, userOf(other))
+							}
+						case op < 11:
+							_, err = s.CleanSessions(bg, r.IntN(20), 1+r.IntN(10))
+						case op < 12:
+							_, err = s.LogoutUser(bg, userOf(tok))
+						case op < 13:
+							clock.Advance(time.Millisecond)
+						default:
+							err = s.Logout(bg, tok)
 						}
-					case op < 11:
-						_, err = s.CleanSessions(bg, r.IntN(20), 1+r.IntN(10))
-					case op < 12:
-						_, err = s.LogoutUser(bg, userOf(tok))
-					case op < 13:
-						clock.Advance(time.Millisecond)
-					default:
-						err = s.Logout(bg, tok)
+						if errors.Is(err, retail.ErrNoSession) || errors.Is(err, retail.ErrInvalid) {
+							err = nil // no live session, or RenewSession to a live token
+						}
+						if err != nil {
+							t.Errorf("stress op: %v", err)
+							return
+						}
 					}
-					if errors.Is(err, retail.ErrNoSession) || errors.Is(err, retail.ErrInvalid) {
-						err = nil // no live session, or RenewSession to a live token
-					}
-					if err != nil {
-						t.Errorf("stress op: %v", err)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		wantWholeKeyspace(t, s, c, prefix)
+				})
+			}
+			wg.Wait()
+			wantWholeKeyspace(t, s, c, prefix, spread)
+		})
 	})
 }
 
 // wantWholeKeyspace scans the keyspace of every node and checks that it
 // holds whole sessions only (see TestCleanup_NoOrphanKeysAfterConcurrentStress),
 // returning the number of sessions.
-func wantWholeKeyspace(t *testing.T, s *rueidisbackend.Store, c rueidis.Client, prefix string) int {
+// The Store's shared sets are split into spread parts; every index entry
+// must be in its token's part.
+func wantWholeKeyspace(t *testing.T, s *rueidisbackend.Store, c rueidis.Client, prefix string, spread int) int {
 	t.Helper()
-	indexed, err := c.Do(bg, c.B().Zrange().Key(prefix+"{sessions}:seen").Min("0").Max("-1").Build()).AsStrSlice()
-	if err != nil {
-		t.Fatal(err)
+	var indexed []string
+	for p, k := range indexParts(prefix, spread) {
+		toks, err := c.Do(bg, c.B().Zrange().Key(k).Min("0").Max("-1").Build()).AsStrSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tok := range toks {
+			if want := indexKey(prefix, spread, tok); k != want {
+				t.Errorf("token %q is indexed in %q (part %d), want %q", tok, k, p, want)
+			}
+		}
+		indexed = append(indexed, toks...)
+	}
+	shared := map[string]bool{}
+	for _, k := range append(indexParts(prefix, spread), viewedParts(prefix, spread)...) {
+		shared[k] = true
 	}
 	owned := map[string]bool{}
 	for _, tok := range indexed {
@@ -114,8 +135,7 @@ func wantWholeKeyspace(t *testing.T, s *rueidisbackend.Store, c rueidis.Client, 
 			userIndexes = append(userIndexes, k)
 			continue
 		}
-		shared := k == prefix+"{sessions}:seen" || k == prefix+"{views}:viewed"
-		if !shared && !owned[k] {
+		if !shared[k] && !owned[k] {
 			t.Errorf("orphan key %q: no indexed session owns it", k)
 		}
 	}
@@ -167,6 +187,48 @@ func wantWholeKeyspace(t *testing.T, s *rueidisbackend.Store, c rueidis.Client, 
 func sessionKeys(prefix, token string) layoutKeys {
 	tag := "{" + escapeTag(token) + "}"
 	return layoutKeys{prefix + "login:" + tag, prefix + "seen:" + tag, prefix + "cart:" + tag, prefix + "values:" + tag}
+}
+
+// indexParts are the keys of the parts of the session index of a Store
+// with Options.Spread spread, as the package doc gives them: the one set
+// PREFIX{sessions}:seen if spread is 1, else PREFIX{sessions:K}:seen for
+// K = 0..spread-1.
+func indexParts(prefix string, spread int) []string {
+	return sharedParts(prefix, "sessions", ":seen", spread)
+}
+
+// viewedParts are the keys of the parts of the view counts, as indexParts.
+func viewedParts(prefix string, spread int) []string {
+	return sharedParts(prefix, "views", ":viewed", spread)
+}
+
+func sharedParts(prefix, name, suffix string, spread int) []string {
+	if spread == 1 {
+		return []string{prefix + "{" + name + "}" + suffix}
+	}
+	keys := make([]string, spread)
+	for k := range keys {
+		keys[k] = fmt.Sprintf("%s{%s:%d}%s", prefix, name, k, suffix)
+	}
+	return keys
+}
+
+// partOf is the part that holds a token or an item, as the package doc
+// gives it: FNV-1a 32 of its bytes, mod spread.
+func partOf(name string, spread int) int {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return int(h.Sum32() % uint32(spread))
+}
+
+// indexKey is the key of the part of the session index that holds token.
+func indexKey(prefix string, spread int, token string) string {
+	return indexParts(prefix, spread)[partOf(token, spread)]
+}
+
+// viewedKey is the key of the part of the view counts that holds item.
+func viewedKey(prefix string, spread int, item string) string {
+	return viewedParts(prefix, spread)[partOf(item, spread)]
 }
 
 // userKey is the key of user's index, as the package doc gives it.
@@ -405,28 +467,46 @@ func TestErrors_InvalidInputSendsNothing(t *testing.T) {
 // TestCleanSessions_StrayIndexEntries plants index entries that have no
 // session keys: an old one, as a failed update leaves, is removed without
 // being counted as a session; a fresh one, as an update in flight on a
-// cluster shows for a moment, is left for its session write to land.
+// cluster shows for a moment, is left for its session write to land. With the index split, the strays are
+// planted in every part but their tokens' own, as a change of Options.Spread
+// leaves them: cleaning settles an entry in the part it read it from.
 func TestCleanSessions_StrayIndexEntries(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg target) {
-		clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
-		s, c, prefix := newStore(t, tg, clock)
-		now := float64(clock.Now().UnixMilli())
-		index := prefix + "{sessions}:seen"
-		if err := c.Do(bg, c.B().Zadd().Key(index).ScoreMember().
-			ScoreMember(now-float64(2*time.Minute/time.Millisecond), "old-stray").
-			ScoreMember(now, "fresh-stray").Build()).Error(); err != nil {
-			t.Fatal(err)
-		}
-		clock.Advance(time.Second)
-		if n, err := s.CleanSessions(bg, 0, 10); n != 0 || err != nil {
-			t.Errorf("CleanSessions(0, 10) = %d, %v; want 0, nil (strays are no sessions)", n, err)
-		}
-		left, err := c.Do(bg, c.B().Zrange().Key(index).Min("0").Max("-1").Build()).AsStrSlice()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(left) != 1 || left[0] != "fresh-stray" {
-			t.Errorf("index after cleaning = %q, want [fresh-stray]", left)
-		}
+		forEachSpread(t, func(t *testing.T, spread int) {
+			clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+			s, c, prefix := newStoreWith(t, tg, rueidisbackend.Options{Clock: clock, Spread: spread})
+			now := float64(clock.Now().UnixMilli())
+			parts := indexParts(prefix, spread)
+			// own reports whether k is the part of tok when the index is split.
+			own := func(k, tok string) bool { return spread > 1 && k == indexKey(prefix, spread, tok) }
+			plant := map[string]float64{"old-stray": now - float64(2*time.Minute/time.Millisecond), "fresh-stray": now}
+			for tok, stamp := range plant {
+				for _, k := range parts {
+					if own(k, tok) {
+						continue
+					}
+					if err := c.Do(bg, c.B().Zadd().Key(k).ScoreMember().ScoreMember(stamp, tok).Build()).Error(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			clock.Advance(time.Second)
+			if n, err := s.CleanSessions(bg, 0, 10); n != 0 || err != nil {
+				t.Errorf("CleanSessions(0, 10) = %d, %v; want 0, nil (strays are no sessions)", n, err)
+			}
+			for _, k := range parts {
+				left, err := c.Do(bg, c.B().Zrange().Key(k).Min("0").Max("-1").Build()).AsStrSlice()
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := []string{"fresh-stray"}
+				if own(k, "fresh-stray") {
+					want = nil
+				}
+				if !slices.Equal(left, want) {
+					t.Errorf("index part %s after cleaning = %q, want %q", k, left, want)
+				}
+			}
+		})
 	})
 }

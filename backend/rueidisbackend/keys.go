@@ -5,8 +5,27 @@ import "strings"
 // keys builds every key name the Store uses. The keys of one session share
 // a hash tag, {TOKEN}, so the scripts that touch a session run on one slot of
 // a cluster; a user's session index has its own tag, {USER}; the shared sets
-// carry fixed tags so that each is a single slot.
-type keys struct{ prefix string }
+// carry fixed tags so that each part of them is a single slot.
+type keys struct {
+	prefix string
+	spread int // the number of parts of each shared set, at least 1 (see Options.Spread)
+	// The keys of the parts of the session index and of the view counts,
+	// built once.
+	indexParts, viewedParts []string
+}
+
+// newKeys returns the key names of a Store with prefix whose shared sets
+// are split into spread parts.
+func newKeys(prefix string, spread int) keys {
+	k := keys{prefix: prefix, spread: max(spread, 1)}
+	k.indexParts = make([]string, k.spread)
+	k.viewedParts = make([]string, k.spread)
+	for p := range k.spread {
+		k.indexParts[p] = k.sharedKey("sessions", p, ":seen")
+		k.viewedParts[p] = k.sharedKey("views", p, ":viewed")
+	}
+	return k
+}
 
 // tag escapes s for use inside a hash tag. Redis ends a tag at the first
 // "}", so "}" must not appear inside; "%" is escaped too so that the mapping
@@ -61,16 +80,65 @@ func (sk sessionKeys) all() []string {
 	return []string{sk.login, sk.seen, sk.cart, sk.values}
 }
 
-// index is the sorted set token -> last-seen stamp that cleaning reads.
-func (k keys) index() string { return k.prefix + "{sessions}:seen" }
+// The shared sets, the session index and the view counts, are each split
+// into Options.Spread parts, so that in a cluster the writes of every
+// request spread over that many slots instead of hitting one. With a
+// spread of 1 each is the single set it always was, PREFIX{sessions}:seen
+// and PREFIX{views}:viewed; with a spread of N > 1 part K (0 <= K < N) is
+// PREFIX{sessions:K}:seen and PREFIX{views:K}:viewed. A token's index entry
+// and an item's view count live in the part partOf gives, which every
+// process sharing the data must compute alike: the FNV-1a 32-bit hash of
+// the token's or item's raw bytes, mod N. That hash is part of the data
+// layout and must never change.
+
+// partOf returns the part of the shared sets that holds name, a token or
+// an item: FNV-1a 32 of its bytes mod spread (0 for a spread of 1).
+func (k keys) partOf(name string) int {
+	if k.spread <= 1 {
+		return 0
+	}
+	return int(fnv1a32(name) % uint32(k.spread))
+}
+
+// fnv1a32 is the 32-bit FNV-1a hash of s (offset basis 2166136261, prime
+// 16777619), written out so that it allocates nothing.
+func fnv1a32(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
+}
+
+// sharedKey is the key of part p of the shared set named name ("sessions"
+// or "views") with suffix.
+func (k keys) sharedKey(name string, p int, suffix string) string {
+	if k.spread <= 1 {
+		return k.prefix + "{" + name + "}" + suffix
+	}
+	return k.prefix + "{" + name + ":" + itoa(p) + "}" + suffix
+}
+
+// index is the part of the session index, the sorted set token ->
+// last-seen stamp that cleaning reads, that holds token.
+func (k keys) index(token string) string { return k.indexPart(k.partOf(token)) }
+
+// indexPart is part p of the session index.
+func (k keys) indexPart(p int) string { return k.indexParts[p] }
 
 // user is the sorted set token -> created (Unix ms) of the sessions logged
 // in as user, on a slot of its own.
 func (k keys) user(user string) string { return k.prefix + "user:{" + tag(user) + "}" }
 
-// viewed is the sorted set item -> minus its view count, so that ZRANK
-// gives rank 0 to the most viewed and breaks ties by name ascending.
-func (k keys) viewed() string { return k.prefix + "{views}:viewed" }
+// viewed is the part of the view counts that holds item: the sorted set
+// item -> minus its view count, so that ZRANK gives rank 0 to the most
+// viewed and breaks ties by name ascending (within the part; see views.go
+// for the ranks across parts).
+func (k keys) viewed(item string) string { return k.viewedPart(k.partOf(item)) }
+
+// viewedPart is part p of the view counts.
+func (k keys) viewedPart(p int) string { return k.viewedParts[p] }
 
 func (k keys) page(key string) string { return k.prefix + "page:" + key }
 func (k keys) row(row string) string  { return k.prefix + "row:" + row }

@@ -13,11 +13,11 @@ import (
 // session belongs to another user than ARGV[8]. On a single server (KEYS[5]
 // given) it also removes the token's index entry, in the same step.
 //
-// KEYS: the session's, then index, optional. ARGV: sessionArgs, token,
-// user, "1" to delete only a session of user. Answers {NO_SESSION} (there
-// was none, and whatever was left of one is gone), {EXISTS} (another
-// user's session, left alone) or {OK, login, seen or nil, 1 if it was
-// live else 0}.
+// KEYS: the session's, then the token's index part, optional. ARGV:
+// sessionArgs, token, user, "1" to delete only a session of user. Answers
+// {NO_SESSION} (there was none, and whatever was left of one is gone),
+// {EXISTS} (another user's session, left alone) or {OK, login, seen or
+// nil, 1 if it was live else 0}.
 var endSession = sessionScript(`
 local s = sessionAt(KEYS[1], KEYS[2], true)
 if s and ARGV[9] == '1' and s.user ~= ARGV[8] then return {EXISTS} end
@@ -40,7 +40,7 @@ type ended struct {
 func (s *store) endCall(now int64, token, onlyUser string) call {
 	keys := s.k.session(token).all()
 	if !s.cluster {
-		keys = append(keys, s.k.index())
+		keys = append(keys, s.k.index(token))
 	}
 	only := "0"
 	if onlyUser != "" {
@@ -98,7 +98,7 @@ func (s *store) unindexEnded(gone []ended) []call {
 	}
 	var calls []call
 	if len(pairs) > 0 {
-		calls = append(calls, s.unindexCall(pairs))
+		calls = append(calls, s.unindexCalls(pairs)...)
 	}
 	return append(calls, s.unindexUsersCalls(users, byUser)...)
 }

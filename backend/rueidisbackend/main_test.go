@@ -126,8 +126,15 @@ func uniquePrefix() string {
 
 // newStore returns a Store on t for a fresh keyspace.
 func newStore(tb testing.TB, t target, clock retail.Clock) (*rueidisbackend.Store, rueidis.Client, string) {
+	return newStoreWith(tb, t, rueidisbackend.Options{Clock: clock})
+}
+
+// newStoreWith returns a Store with opts on t for a fresh keyspace; the
+// target chooses the prefix.
+func newStoreWith(tb testing.TB, t target, opts rueidisbackend.Options) (*rueidisbackend.Store, rueidis.Client, string) {
 	c, prefix := t.client(tb, rueidis.ClientOption{})
-	s, err := rueidisbackend.New(c, rueidisbackend.Options{Prefix: prefix, Clock: clock})
+	opts.Prefix = prefix
+	s, err := rueidisbackend.New(c, opts)
 	if err != nil {
 		tb.Fatalf("New() = %v", err)
 	}
@@ -138,6 +145,18 @@ func newStore(tb testing.TB, t target, clock retail.Clock) (*rueidisbackend.Stor
 func forEachTarget(t *testing.T, f func(t *testing.T, tg target)) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) { f(t, tg) })
+	}
+}
+
+// spreads are the Options.Spread values the tests of the shared sets run
+// with: the single sets, and an odd number of parts, so that tokens and
+// items land in them unevenly.
+var spreads = []int{1, 7}
+
+// forEachSpread runs f as a subtest named after each of spreads.
+func forEachSpread(t *testing.T, f func(t *testing.T, spread int)) {
+	for _, n := range spreads {
+		t.Run(fmt.Sprintf("spread-%d", n), func(t *testing.T) { f(t, n) })
 	}
 }
 
@@ -157,6 +176,8 @@ func TestNew_RejectsBadOptions(t *testing.T) {
 		{"negative IdleTimeout", c, rueidisbackend.Options{IdleTimeout: -time.Second}, "IdleTimeout"},
 		{"IdleTimeout below a millisecond", c, rueidisbackend.Options{IdleTimeout: time.Microsecond}, "IdleTimeout"},
 		{"Lifetime too long", c, rueidisbackend.Options{Lifetime: retail.MaxSessionTime + time.Millisecond}, "Lifetime"},
+		{"negative Spread", c, rueidisbackend.Options{Spread: -1}, "Spread"},
+		{"Spread too large", c, rueidisbackend.Options{Spread: rueidisbackend.MaxSpread + 1}, "Spread"},
 	}
 	for _, tt := range tests {
 		s, err := rueidisbackend.New(tt.client, tt.opts)

@@ -82,7 +82,7 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string) 
 	}
 	keys := nw.all()
 	if !s.cluster {
-		keys = append(keys, s.k.index())
+		keys = append(keys, s.k.index(newToken))
 	}
 	st, dropped, err := s.start(ctx, keys, args)
 	if err != nil || st != driver.OK {

@@ -21,22 +21,26 @@ func TestRepair_MendsWhatACrashLeaves(t *testing.T) {
 	if tg.name != "cluster" {
 		t.Fatalf("the last target is %q, want the cluster", tg.name)
 	}
+	forEachSpread(t, func(t *testing.T, spread int) { testRepairMends(t, tg, spread) })
+}
+
+func testRepairMends(t *testing.T, tg target, spread int) {
 	clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
 	c, prefix := tg.client(t, rueidis.ClientOption{})
 	prefix += "glob*?[x]\\:" // SCAN's pattern characters must match themselves
-	s := mustNew(t, c, rueidisbackend.Options{Prefix: prefix, Clock: clock})
+	s := mustNew(t, c, rueidisbackend.Options{Prefix: prefix, Clock: clock, Spread: spread})
 	for _, tok := range []string{"a", "b", "c"} {
 		if created, err := s.StartSession(bg, tok, "user-"+tok); !created || err != nil {
 			t.Fatalf("StartSession(%q) = %v, %v", tok, created, err)
 		}
 		clock.Advance(time.Millisecond)
 	}
-	index := prefix + "{sessions}:seen"
+	index := func(token string) string { return indexKey(prefix, spread, token) }
 	for _, cmd := range [][]string{
-		{"ZREM", index, "a"},                     // a: not indexed
-		{"ZREM", userKey(prefix, "user-b"), "b"}, // b: not in its user's index
-		{"ZADD", index, "1", "ghost"},            // an old entry without a session
-		{"ZADD", index, strconv.FormatInt(clock.Now().UnixMilli(), 10), "young"}, // a young one: an update in flight
+		{"ZREM", index("a"), "a"},                                                         // a: not indexed
+		{"ZREM", userKey(prefix, "user-b"), "b"},                                          // b: not in its user's index
+		{"ZADD", index("ghost"), "1", "ghost"},                                            // an old entry without a session
+		{"ZADD", index("young"), strconv.FormatInt(clock.Now().UnixMilli(), 10), "young"}, // a young one: an update in flight
 	} {
 		if err := c.Do(bg, c.B().Arbitrary(cmd[0]).Keys(cmd[1]).Args(cmd[2:]...).Build()).Error(); err != nil {
 			t.Fatal(err)
@@ -49,15 +53,19 @@ func TestRepair_MendsWhatACrashLeaves(t *testing.T) {
 	if n, err := s.RepairSessions(bg); n != 3 || err != nil {
 		t.Errorf("RepairSessions() = %d, %v; want 3, nil", n, err)
 	}
-	indexed, err := c.Do(bg, c.B().Zrange().Key(index).Min("0").Max("-1").Build()).AsStrSlice()
-	if err != nil {
-		t.Fatal(err)
+	var indexed []string
+	for _, part := range indexParts(prefix, spread) {
+		got, err := c.Do(bg, c.B().Zrange().Key(part).Min("0").Max("-1").Build()).AsStrSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		indexed = append(indexed, got...)
 	}
 	slices.Sort(indexed)
 	if !slices.Equal(indexed, []string{"a", "b", "c", "young"}) {
 		t.Errorf("index after repair = %q, want [a b c young]: the old stray removed, the young one left to meet its session", indexed)
 	}
-	if err := c.Do(bg, c.B().Zrem().Key(index).Member("young").Build()).Error(); err != nil {
+	if err := c.Do(bg, c.B().Zrem().Key(index("young")).Member("young").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.UserSessions(bg, "user-b"); err != nil || len(got) != 1 || got[0].Token != "b" {
@@ -69,7 +77,7 @@ func TestRepair_MendsWhatACrashLeaves(t *testing.T) {
 	if n, err := s.RepairSessions(bg); n != 0 || err != nil {
 		t.Errorf("second RepairSessions() = %d, %v; want 0, nil", n, err)
 	}
-	wantWholeKeyspace(t, s, c, prefix)
+	wantWholeKeyspace(t, s, c, prefix, spread)
 }
 
 // TestRepair_SingleServerHasNothingToRepair: on one server every call
