@@ -83,6 +83,12 @@ var workerTests = []behaviour{
 			h.clock.Advance(idle)
 		}
 		sets.waitClaims(h, 3)
+		// The cleaner whose turn it is cleans the backlog pass after pass,
+		// asking for its turn before each: wait for it to finish.
+		deadline := time.Now().Add(30 * time.Second) // a hang, not a slow machine
+		for h.sessionCount() != 10 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
 		for i, w := range sets {
 			for _, turn := range w.cleanTurns() {
 				turns[turn] = true
@@ -156,14 +162,14 @@ type workerSet struct {
 	claimedRows, setRows     atomic.Int64
 
 	mu     sync.Mutex
-	held   int64   // the latest turn this set's worker was given
+	held   int64   // the latest turn of cleaning this set's worker was given
 	turnsC []int64 // the turns it cleaned in
 }
 
 func (w *workerSet) Claim(ctx context.Context, name, owner string, turn int64, hold time.Duration) (bool, error) {
 	defer w.claims.Add(1)
 	held, err := w.Store.Claim(ctx, name, owner, turn, hold)
-	if held {
+	if held && name == "clean" { // not a cleaner's turn to repair (see SessionCleanerOptions.RepairEvery)
 		w.mu.Lock()
 		w.held = turn
 		w.mu.Unlock()
