@@ -40,7 +40,8 @@
 //	schedule:, delay: (zset) retail:{rows}:schedule, :delay  one slot, so one script claims due rows
 //	                         retail:claim:{NAME} (string)    the latest turn claimed of a worker's work, "TURN OWNER", so that workers of several processes take turns
 //	                         retail:{sessions:K}:seen        with Options.Spread N > 1: part K of the cleaning index, K = 0..N-1 (see below)
-//	                         retail:{views:K}:viewed         with Options.Spread N > 1: part K of the view counts
+//	                         retail:{views:K}:viewed         with Options.Spread N > 1: part K of the view counts; either tag may end
+//	                                                         in .J, the smallest J >= 1 that puts its slot in the K-th of N equal slot ranges
 //
 // T is the token and U the user, with "%" and "}" escaped so that {T} and
 // {U} are always the whole hash tag: a session's keys share a slot and its

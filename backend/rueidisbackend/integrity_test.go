@@ -208,7 +208,14 @@ func sharedParts(prefix, name, suffix string, spread int) []string {
 	}
 	keys := make([]string, spread)
 	for k := range keys {
-		keys[k] = fmt.Sprintf("%s{%s:%d}%s", prefix, name, k, suffix)
+		// The tag NAME:K, or NAME:K.J, whose slot is in the K-th of
+		// spread equal slot ranges, as the package doc gives it.
+		lo, hi := k*16384/spread, (k+1)*16384/spread
+		tag := fmt.Sprintf("%s:%d", name, k)
+		for j := 1; int(slot(tag)) < lo || int(slot(tag)) >= hi; j++ {
+			tag = fmt.Sprintf("%s:%d.%d", name, k, j)
+		}
+		keys[k] = prefix + "{" + tag + "}" + suffix
 	}
 	return keys
 }

@@ -85,7 +85,9 @@ func (sk sessionKeys) all() []string {
 // request spread over that many slots instead of hitting one. With a
 // spread of 1 each is the single set it always was, PREFIX{sessions}:seen
 // and PREFIX{views}:viewed; with a spread of N > 1 part K (0 <= K < N) is
-// PREFIX{sessions:K}:seen and PREFIX{views:K}:viewed. A token's index entry
+// PREFIX{sessions:K}:seen and PREFIX{views:K}:viewed, or with a suffix .J
+// in the tag that places it in the K-th of N equal slot ranges (see
+// partTag). A token's index entry
 // and an item's view count live in the part partOf gives, which every
 // process sharing the data must compute alike: the FNV-1a 32-bit hash of
 // the token's or item's raw bytes, mod N. That hash is part of the data
@@ -117,7 +119,46 @@ func (k keys) sharedKey(name string, p int, suffix string) string {
 	if k.spread <= 1 {
 		return k.prefix + "{" + name + "}" + suffix
 	}
-	return k.prefix + "{" + name + ":" + itoa(p) + "}" + suffix
+	return k.prefix + "{" + partTag(name, p, k.spread) + "}" + suffix
+}
+
+// partTag is the hash tag of part p of n of the shared set named name:
+// "NAME:P" if its hash slot lies in the p-th of n equal ranges of the 16384
+// slots, else "NAME:P.J" for the smallest J >= 1 whose slot does. A cluster
+// created by redis-cli gives its masters equal ranges of consecutive slots,
+// so the parts fall evenly on the masters whenever n is a multiple of their
+// number, instead of where their names happen to hash. The search is
+// deterministic: every process finds the same tags.
+func partTag(name string, p, n int) string {
+	lo, hi := p*clusterSlots/n, (p+1)*clusterSlots/n
+	base := name + ":" + itoa(p)
+	tag := base
+	for j := 1; ; j++ {
+		if slot := int(crc16(tag) % clusterSlots); slot >= lo && slot < hi {
+			return tag
+		}
+		tag = base + "." + itoa(j)
+	}
+}
+
+// clusterSlots is the number of hash slots of a Redis Cluster.
+const clusterSlots = 16384
+
+// crc16 is the CRC16 (XMODEM) of s, which Redis Cluster takes, modulo
+// clusterSlots, as the hash slot of a key or its hash tag.
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
 }
 
 // index is the part of the session index, the sorted set token ->

@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -54,7 +55,32 @@ func TestPartOf_IsFNV1a32(t *testing.T) {
 	if got := newKeys("p:", 1).index("x"); got != "p:{sessions}:seen" {
 		t.Errorf("index with a spread of 1 = %q, want p:{sessions}:seen", got)
 	}
-	if got := k.viewedPart(3); got != "p:{views:3}:viewed" {
-		t.Errorf("viewedPart(3) = %q, want p:{views:3}:viewed", got)
+	if got := k.viewedPart(3); got != "p:{views:3.8}:viewed" {
+		t.Errorf("viewedPart(3) = %q, want p:{views:3.8}:viewed", got)
+	}
+}
+
+// TestPartTag_SpreadsPartsOverSlotRanges checks that part p of n lands in
+// the p-th of n equal slot ranges, so that the parts fall evenly on masters
+// that hold equal ranges, and that no two parts share a key.
+func TestPartTag_SpreadsPartsOverSlotRanges(t *testing.T) {
+	for _, n := range []int{2, 3, 6, 7, 12, 48, MaxSpread} {
+		k := newKeys("p:", n)
+		seen := map[string]bool{}
+		for p := range n {
+			for _, key := range []string{k.indexPart(p), k.viewedPart(p)} {
+				tag := key[strings.IndexByte(key, '{')+1 : strings.IndexByte(key, '}')]
+				if slot := int(crc16(tag) % clusterSlots); slot < p*clusterSlots/n || slot >= (p+1)*clusterSlots/n {
+					t.Errorf("spread %d: part %d's key %q is on slot %d, outside [%d, %d)", n, p, key, slot, p*clusterSlots/n, (p+1)*clusterSlots/n)
+				}
+				if seen[key] {
+					t.Errorf("spread %d: key %q used twice", n, key)
+				}
+				seen[key] = true
+			}
+		}
+	}
+	if got := crc16("123456789"); got != 0x31c3 { // the XMODEM check value
+		t.Errorf("crc16(123456789) = %#x, want 0x31c3", got)
 	}
 }

@@ -3,6 +3,7 @@ package rueidisbackend
 import (
 	"cmp"
 	"context"
+	"errors"
 	"strconv"
 
 	"github.com/redis/rueidis"
@@ -25,10 +26,12 @@ func (s *store) CountView(ctx context.Context, item string) error {
 }
 
 // ItemRank implements driver.Store. Counts change on every view, so ranks
-// are read from the server: with one part, its ZRANK; with several, in two
-// round trips, the item's score and rank in its own part (one script, so
-// that they agree), then the number of members ranked before it in each of
-// the other parts (see rankedBefore).
+// are read from the server: with one part, its ZRANK; with several, the
+// item's score and rank in its own part (one script, so that they agree),
+// then the number of members ranked before it in each of the other parts:
+// two ZCOUNTs a part, and for the parts that hold members of the item's
+// very score a third round trip with a script that counts those whose
+// names sort before it (see rankedBefore).
 func (s *store) ItemRank(ctx context.Context, item string) (int, bool, error) {
 	if s.k.spread == 1 {
 		rank, err := s.withDeferred(ctx, call{cmd: s.c.B().Zrank().Key(s.k.viewedPart(0)).Member(item).Build()})[0].AsInt64()
@@ -59,13 +62,36 @@ func (s *store) ItemRank(ctx context.Context, item string) (int, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
-	calls := make([]call, 0, s.k.spread-1)
+	// Each other part's members of lower score and of lower or equal
+	// score, as plain commands (a script call costs several times a
+	// ZCOUNT); only the parts that hold members of equal score need a
+	// script, which counts those whose names sort before item.
+	calls := make([]call, 0, 2*(s.k.spread-1))
+	others := make([]string, 0, s.k.spread-1)
 	for p := range s.k.spread {
 		if p != own {
-			calls = append(calls, s.scriptCall(rankedBefore, []string{s.k.viewedPart(p)}, []string{score, item}))
+			key := s.k.viewedPart(p)
+			others = append(others, key)
+			calls = append(calls,
+				call{cmd: s.c.B().Zcount().Key(key).Min("-inf").Max("(" + score).Build()},
+				call{cmd: s.c.B().Zcount().Key(key).Min("-inf").Max(score).Build()})
 		}
 	}
-	for _, r := range s.do(ctx, calls...) {
+	var ties []call
+	res := s.do(ctx, calls...)
+	for i := 0; i < len(res); i += 2 {
+		below, err1 := res[i].AsInt64()
+		upTo, err2 := res[i+1].AsInt64()
+		if err := errors.Join(err1, err2); err != nil {
+			return 0, false, err
+		}
+		if upTo == below {
+			rank += below
+			continue
+		}
+		ties = append(ties, s.scriptCall(rankedBefore, []string{others[i/2]}, []string{score, item}))
+	}
+	for _, r := range s.do(ctx, ties...) {
 		n, err := r.AsInt64()
 		if err != nil {
 			return 0, false, err
