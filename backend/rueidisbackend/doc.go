@@ -298,4 +298,40 @@
 // sessions missing from their user's index, most of them from calls that
 // failed between their steps rather than from writes the replica missed.
 // After one repair, a scan of every master finds none.
+//
+// # Hot keys, and how far a cluster scales
+//
+// A session's keys hash to slots all over a cluster, but with Spread 1 every
+// view goes to one sorted set and every request's index entry to another,
+// so their two masters do more than the others. examples/loadgen (64 users,
+// 10,000 items, 30 s) on a private 6-master cluster, with INFO commandstats
+// and INFO cpu read off every master (2-core machine, Redis 7.0.15,
+// 2026-11-22; the client shares the cores, so only the ratios mean anything):
+//
+//	Spread  hottest master's share      loadgen ops/s  server CPU per op
+//	        (commandstats / CPU)        (all servers)
+//	1       19.8% / 21.8% ({views})     34,257         29 µs
+//	6       17.3% / 17.0%               21,896         47 µs
+//	12      17.3% / 17.1%               14,123         75 µs
+//
+// (ideal 16.7%). Spread evens the masters out, since partTag places each
+// part in its own range of slots, but each item page's ItemRank then reads
+// every part (two ZCOUNTs a part, plus a script where its score has ties),
+// which costs about 4 µs of server time a part and a page. A projection from
+// the Spread 1 run, reading its server time as 25.6 µs a request spread over
+// all masters plus 2.1 µs on the master of {views} (ZINCRBY and ZRANK) and
+// 1.4 µs on that of {sessions}: the busiest master does 25.6/N + 2.1 µs a
+// request, so N masters serve, against N perfectly even ones,
+//
+//	masters  Spread 1        Spread N (even, but 29.3 + 4·(N−1) µs a request)
+//	3        92% of even     79%
+//	12       58%             40%
+//	48       23%             13%
+//
+// So on this workload, where every item page asks for its rank, Spread 1 is
+// the better choice up to a few dozen masters, and the {views} master is
+// what bounds a large cluster; Spread pays off where views are counted far
+// more often than ranks are read, and for the session index alone, whose
+// whole-set reads are only the cleaner's. The orders of magnitude, not the
+// figures, carry over to a cluster whose masters have cores of their own.
 package rueidisbackend
