@@ -184,12 +184,8 @@ func (s *store) repairSessions(ctx context.Context, tokens []string) (int, error
 	}
 	parts := make([]int, 0, len(byPart))
 	for p, at := range byPart {
-		members := make([]string, len(at))
-		for j, i := range at {
-			members[j] = tokens[i]
-		}
 		parts = append(parts, p)
-		calls = append(calls, call{cmd: s.c.B().Zmscore().Key(s.k.indexPart(p)).Member(members...).Build()})
+		calls = append(calls, s.scoresCall(s.k.indexPart(p), tokens, at))
 	}
 	res := s.do(ctx, calls...)
 	indexed := make([]bool, len(tokens))
@@ -236,12 +232,8 @@ func (s *store) repairSessions(ctx context.Context, tokens []string) (int, error
 	users := make([]string, 0, len(byUser))
 	calls = calls[:0]
 	for u, at := range byUser {
-		members := make([]string, len(at))
-		for j, i := range at {
-			members[j] = tokens[i]
-		}
 		users = append(users, u)
-		calls = append(calls, call{cmd: s.c.B().Zmscore().Key(s.k.user(u)).Member(members...).Build()})
+		calls = append(calls, s.scoresCall(s.k.user(u), tokens, at))
 	}
 	for j, r := range s.do(ctx, calls...) {
 		got, err := r.ToArray()
@@ -272,6 +264,16 @@ func (s *store) repairSessions(ctx context.Context, tokens []string) (int, error
 		return fixed, errs[0]
 	}
 	return fixed, nil
+}
+
+// scoresCall reads the scores in the sorted set key of the tokens at the
+// positions at.
+func (s *store) scoresCall(key string, tokens []string, at []int) call {
+	members := make([]string, len(at))
+	for j, i := range at {
+		members[j] = tokens[i]
+	}
+	return call{cmd: s.c.B().Zmscore().Key(key).Member(members...).Build()}
 }
 
 // optResult is optString over a reply.
