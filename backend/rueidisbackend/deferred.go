@@ -48,24 +48,11 @@ type deferred struct {
 // keep buffers the views of items (one each) and the index entries of
 // tokens at stamps, which could not be written.
 func (d *deferred) keep(items []string, index map[string]float64) {
-	d.retry.Store(time.Now().Add(retryAfter).UnixNano())
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.views == nil {
-		d.views, d.index = map[string]int64{}, map[string]float64{}
-	}
+	views := make(map[string]int64, len(items))
 	for _, item := range items {
-		if _, ok := d.views[item]; !ok && len(d.views) >= maxDeferred {
-			continue // dropped: the buffer is full
-		}
-		d.views[item]++
+		views[item]++
 	}
-	for token, stamp := range index {
-		if old, ok := d.index[token]; ok || len(d.index) < maxDeferred {
-			d.index[token] = max(old, stamp)
-		}
-	}
-	d.pending.Store(len(d.views)+len(d.index) > 0)
+	d.putBack(views, index)
 }
 
 // take empties the buffer and returns what it held.
@@ -81,7 +68,10 @@ func (d *deferred) take() (views map[string]int64, index map[string]float64) {
 	return views, index
 }
 
-// putBack returns writes taken from the buffer that could not be sent.
+// putBack buffers views of items and index entries of tokens at stamps
+// that could not be written: new ones, or ones taken from the buffer whose
+// send failed. Each map of the buffer holds at most maxDeferred keys; what
+// does not fit is dropped.
 func (d *deferred) putBack(views map[string]int64, index map[string]float64) {
 	d.retry.Store(time.Now().Add(retryAfter).UnixNano())
 	d.mu.Lock()
@@ -96,7 +86,9 @@ func (d *deferred) putBack(views map[string]int64, index map[string]float64) {
 		d.views[item] += n
 	}
 	for token, stamp := range index {
-		d.index[token] = max(d.index[token], stamp)
+		if old, ok := d.index[token]; ok || len(d.index) < maxDeferred {
+			d.index[token] = max(old, stamp)
+		}
 	}
 	d.pending.Store(len(d.views)+len(d.index) > 0)
 }
