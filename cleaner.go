@@ -188,8 +188,8 @@ func (c *SessionCleaner) Run(ctx context.Context) error {
 // retried after repairRetry.
 func (c *SessionCleaner) repair(ctx context.Context) (stop bool, runErr error) {
 	now := c.repairs.clock.Now()
-	if turn := c.repairs.current(); turn != c.repairTurn {
-		_, mine, err := c.repairs.mine(ctx)
+	if c.repairs.current() != c.repairTurn {
+		turn, mine, err := c.repairs.mine(ctx)
 		if stop, runErr := stopOn(ctx, err); stop {
 			return true, runErr
 		}
