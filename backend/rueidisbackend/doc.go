@@ -293,9 +293,9 @@
 // and its entries in one script and RepairSessions returns at once.
 // TestFailover_RepairLeavesNoOrphans kills the master of the session index of
 // a 3-master cluster with replicas under load, with its calls failing for the
-// two or three seconds of the failover; over a dozen runs this left 1 to 13
-// sessions unindexed, 14 to 144 entries without a session and 19 to 138
-// sessions missing from their user's index, most of them from calls that
+// two or three seconds of the failover; over the runs made while writing it,
+// this left 1 to 21 sessions unindexed, 14 to 356 entries without a session
+// and 19 to 307 sessions missing from their user's index, most of them from calls that
 // failed between their steps rather than from writes the replica missed.
 // After one repair, a scan of every master finds none.
 //
