@@ -170,7 +170,7 @@ end
 local stamp = string.match(seen, '^%S+')
 if KEYS[5] then
   if login then redis.call('ZADD', KEYS[5], stamp, ARGV[7]) end
-  if ARGV[8] ~= '' then redis.call('ZINCRBY', KEYS[6], '-1', ARGV[8]) end
+  if ARGV[8] ~= '' then countView(KEYS[6], ARGV[8]) end
 end
 return {OK, s.user, login, stamp}
 `
@@ -273,14 +273,14 @@ else
   dropSession()
   s = nil
   fresh = 1
-  login = NEWC .. ' ' .. NEWD .. ' ' .. USER
+  login = newCreated() .. ' ' .. NEWD .. ' ' .. USER
   ttl = keyTTL(NOW, tonumber(NEWD))
   redis.call('SET', KEYS[1], login, 'PX', ttl)
 end
 local seen = writeSeen(s, ITEM, ARGV[10], ttl)
 if KEYS[5] then
   if login then redis.call('ZADD', KEYS[5], string.match(seen, '^%S+'), ARGV[7]) end
-  if ITEM ~= '' then redis.call('ZINCRBY', KEYS[6], '-1', ITEM) end
+  if ITEM ~= '' then countView(KEYS[6], ITEM) end
   if fresh == 1 or prev then indexUser(KEYS[7], ARGV[7], cstamp) end
 end
 return {fresh, login, cstamp, prev}

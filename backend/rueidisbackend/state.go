@@ -226,15 +226,47 @@ local OK, NO_SESSION, EXISTS, FULL, TOO_MANY = ` + strings.Join([]string{
 	itoa(int(driver.OK)), itoa(int(driver.NoSession)), itoa(int(driver.Exists)),
 	itoa(int(driver.Full)), itoa(int(driver.TooMany))}, ", ") + `
 local B, A = 0, 0 -- where the current session's KEYS and ARGV start
-local NOW, SEEN, IDLE, LIFE, SLACK, NEWD, STAMP, NEWC, HALF
+local NOW, SEEN, IDLE, LIFE, SLACK, NEWD, STAMP, HALF
+local ARGS = {} -- the shared arguments last read, as strings (see frame)
+local VIEWS -- view counts to add once the batch has run, if batched (see countView)
 
--- frame reads the current session's sessionArgs.
+-- frame reads the current session's sessionArgs. A batch's sessions share
+-- most of them: a string already read is not converted again (Lua interns
+-- strings, so comparing them is comparing pointers).
 local function frame()
-  NOW, SEEN, IDLE = tonumber(ARGV[A + 1]), ARGV[A + 2], tonumber(ARGV[A + 3])
-  LIFE, SLACK, NEWD = tonumber(ARGV[A + 4]), tonumber(ARGV[A + 5]), ARGV[A + 6]
+  local now, idle, life, slack = ARGV[A + 1], ARGV[A + 3], ARGV[A + 4], ARGV[A + 5]
+  if now ~= ARGS.now then ARGS.now, NOW = now, now + 0 end
+  if idle ~= ARGS.idle then ARGS.idle, IDLE = idle, idle + 0; HALF = math.floor(IDLE / 2) end
+  if life ~= ARGS.life then ARGS.life, LIFE = life, life + 0 end
+  if slack ~= ARGS.slack then ARGS.slack, SLACK = slack, slack + 0 end
+  SEEN, NEWD = ARGV[A + 2], ARGV[A + 6]
   STAMP = string.match(SEEN, '^%S*')
-  NEWC = (string.gsub(SEEN, ' ', '/')) -- the created field of a session created now
-  HALF = math.floor(IDLE / 2)
+end
+
+-- newCreated returns the created field of a session created now.
+local function newCreated()
+  return (string.gsub(SEEN, ' ', '/'))
+end
+
+-- countView counts one view of item in the viewed set key: at once, or,
+-- in a batch, added up with the batch's other views of it and written
+-- when the batch ends, which no one can tell apart (the batch is one
+-- atomic step).
+local function countView(key, item)
+  if not VIEWS then
+    redis.call('ZINCRBY', key, '-1', item)
+    return
+  end
+  local t = VIEWS[key]
+  if not t then t = {}; VIEWS[key] = t end
+  t[item] = (t[item] or 0) - 1
+end
+
+-- flushViews writes the view counts a batch added up.
+local function flushViews()
+  for key, t in pairs(VIEWS) do
+    for item, n in pairs(t) do redis.call('ZINCRBY', key, string.format('%d', n), item) end
+  end
 end
 
 -- stampMs returns the stamp and the ms of a seen value ("STAMP" or
@@ -251,57 +283,45 @@ end
 -- the N recently viewed items, oldest first, each followed by "\n" (see
 -- recentOf in state.go).
 
--- splitSeen returns a seen value's head, item count and items.
-local function splitSeen(v)
-  local a = string.find(v, '\n', 1, true)
-  if not a then return v, 0, '' end
-  local b = string.find(v, '\n', a + 1, true)
-  return string.sub(v, 1, a - 1), tonumber(string.sub(v, a + 1, b - 1)), string.sub(v, b + 1)
-end
-
--- joinSeen is splitSeen's inverse.
+-- joinSeen builds a seen value from its head, item count and items.
 local function joinSeen(head, n, items)
   if n == 0 then return head end
   return head .. '\n' .. string.format('%d', n) .. '\n' .. items
 end
 
--- viewItem returns n items with item moved or added last (the newest),
--- dropping the oldest beyond limit. Plain searches only: no pattern.
-local function viewItem(n, items, item, limit)
-  local p = string.find('\n' .. items, '\n' .. item .. '\n', 1, true)
-  if p then
-    return n, string.sub(items, 1, p - 1) .. string.sub(items, p + #item + 1) .. item .. '\n'
-  end
-  items, n = items .. item .. '\n', n + 1
-  while n > limit do
-    items, n = string.sub(items, string.find(items, '\n', 1, true) + 1), n - 1
-  end
-  return n, items
-end
-
 -- sessionAt returns the session in the given login and seen keys, or nil.
 -- It reads the seen key only if withSeen is true or the coarse deadline
 -- has passed: before it the session is surely not idle-expired (s.seen is
--- then nil).
+-- then nil). Only the login is parsed here; writeSeen reads the seen value
+-- where it needs to.
 local function sessionAt(loginKey, seenKey, withSeen)
-  local v = redis.call('GET', loginKey)
+  local v, sv
+  if withSeen then
+    -- MGET answers nil for a key of another type, where GET fails: a key
+    -- it finds missing is read again with GET, so that a foreign value is
+    -- an error, not a session to overwrite.
+    local r = redis.call('MGET', loginKey, seenKey)
+    v, sv = r[1] or redis.call('GET', loginKey), r[2]
+    if v and not sv then sv = redis.call('GET', seenKey) end
+  else
+    v = redis.call('GET', loginKey)
+  end
   if not v then return nil end
-  local c, d, u = string.match(v, '^(%S+) (%-?%d+) (.*)$')
+  -- "STAMP[/MS] DEADLINE USER": the created ms are MS, or the stamp's
+  -- whole part, read without converting the stamp's fraction.
+  local c, cstamp, whole, ms, d, u = string.match(v, '^(((%d+)%.?%d*)/?(%d*)) (%-?%d+) (.*)$')
   if not c then return nil end -- not written by this version: no session
-  local cstamp, created = stampMs(c)
-  if not cstamp then return nil end
-  local s = {login = v, c = c, cstamp = string.match(c, '^[^/]+'), created = created, deadline = tonumber(d), user = u,
-    n = 0, items = ''}
-  s.last = s.created
-  if withSeen or NOW >= s.deadline then
-    s.seen = redis.call('GET', seenKey)
+  if ms == '' then ms = whole end
+  local s = {login = v, c = c, cstamp = cstamp, created = ms + 0, deadline = d + 0, user = u, seen = sv}
+  local last = s.created
+  if NOW >= s.deadline then
+    if not withSeen then s.seen = redis.call('GET', seenKey) end
     if s.seen then
-      local head
-      head, s.n, s.items = splitSeen(s.seen)
-      s.stamp, s.last = stampMs(head)
+      local _, seenMs = stampMs(string.match(s.seen, '^[^\n]*'))
+      last = seenMs
     end
   end
-  s.live = NOW < s.created + LIFE and (NOW < s.deadline or NOW < s.last + IDLE)
+  s.live = NOW < s.created + LIFE and (NOW < s.deadline or NOW < last + IDLE)
   return s
 end
 
@@ -318,15 +338,37 @@ end
 -- writeSeen writes the seen key of session s (nil for a new one) at ttl:
 -- the stamp SEEN, unless s holds a newer one (so that the stamp only grows
 -- whatever order concurrent refreshes land in), and its recent items with
--- item ('' for none) first, keeping limit. It returns the value written.
+-- item ('' for none) moved or added last (the newest), keeping limit. It
+-- works on the stored value in place: plain searches, no pattern, and the
+-- items copied once. It returns the value written.
 local function writeSeen(s, item, limit, ttl)
-  local head, n, items = SEEN, 0, ''
-  if s and s.seen then
-    n, items = s.n, s.items
-    if s.stamp >= tonumber(STAMP) then head = string.match(s.seen, '^[^\n]*') end
+  local old, seen = s and s.seen, SEEN
+  if old then
+    local a = string.find(old, '\n', 1, true)
+    local head = a and string.sub(old, 1, a - 1) or old
+    if string.match(head, '^%S+') + 0 < STAMP + 0 then head = SEEN end
+    if item == '' then
+      seen = a and head .. string.sub(old, a) or head
+    elseif not a then
+      seen = head .. '\n1\n' .. item .. '\n'
+    else
+      local b = string.find(old, '\n', a + 1, true) -- the items follow b
+      local n, items = string.sub(old, a + 1, b - 1), nil
+      local p = string.find(old, '\n' .. item .. '\n', b, true)
+      if p then
+        items = string.sub(old, b + 1, p) .. string.sub(old, p + #item + 2)
+      else
+        local count, from = n + 1, b -- the items kept start after from
+        while count > tonumber(limit) do
+          from, count = string.find(old, '\n', from + 1, true), count - 1
+        end
+        n, items = string.format('%d', count), string.sub(old, from + 1)
+      end
+      seen = head .. '\n' .. n .. '\n' .. items .. item .. '\n'
+    end
+  elseif item ~= '' then
+    seen = SEEN .. '\n1\n' .. item .. '\n'
   end
-  if item ~= '' then n, items = viewItem(n, items, item, tonumber(limit)) end
-  local seen = joinSeen(head, n, items)
   redis.call('SET', KEYS[B + 2], seen, 'PX', ttl)
   return seen
 end
@@ -365,11 +407,13 @@ func batchScript(body string) *script {
 	return newScript(prelude + "local function one()\n" + offsetArgs(body) + `
 end
 local nk, na, out = tonumber(ARGV[1]), tonumber(ARGV[2]), {}
+VIEWS = {}
 for j = 0, #KEYS / nk - 1 do
   B, A = j * nk, 2 + j * na
   frame()
   out[j + 1] = one()
 end
+flushViews()
 return out
 `)
 }
