@@ -2,6 +2,7 @@ package rueidisbackend
 
 import (
 	"context"
+	"strconv"
 	"sync"
 
 	"github.com/redis/rueidis"
@@ -122,11 +123,21 @@ func (b *batcher) run(ctx context.Context, batch []*pending) ([]rueidis.RedisMes
 		msg, err := b.s.do(ctx, b.s.scriptCall(b.one, batch[0].keys, batch[0].args))[0].ToMessage()
 		return []rueidis.RedisMessage{msg}, err
 	}
-	var keys []string
-	args := []string{itoa(b.nk), itoa(b.na)}
+	// The shared arguments are those of the latest call: the clock's ms
+	// read last, which every call of the batch has reached.
+	latest, now := batch[0].args, int64(0)
+	for _, p := range batch {
+		if ms, err := strconv.ParseInt(p.args[0], 10, 64); err == nil && ms >= now {
+			latest, now = p.args, ms
+		}
+	}
+	keys := make([]string, 0, len(batch)*b.nk)
+	args := make([]string, 0, 2+sharedArgs+len(batch)*(b.na-sharedArgs))
+	args = append(args, itoa(b.nk), itoa(b.na-sharedArgs), latest[0], latest[2], latest[3], latest[4], latest[5])
 	for _, p := range batch {
 		keys = append(keys, p.keys...)
-		args = append(args, p.args...)
+		args = append(args, p.args[1])
+		args = append(args, p.args[1+sharedArgs:]...)
 	}
 	replies, err := b.s.do(ctx, b.s.scriptCall(b.many, keys, args))[0].ToArray()
 	if err == nil && len(replies) != len(batch) {

@@ -33,9 +33,12 @@ if count <= 0 then
   redis.call('HDEL', KEYS[3], item)
   return {OK, 0}
 end
-if not old and redis.call('HLEN', KEYS[3]) >= tonumber(ARGV[10]) then return {FULL} end
+local lines = old and 1 or redis.call('HLEN', KEYS[3])
+if not old and lines >= tonumber(ARGV[10]) then return {FULL} end
 redis.call('HSET', KEYS[3], item, count)
-redis.call('PEXPIRE', KEYS[3], keyTTL(s.created, s.deadline))
+-- A cart that existed has the session's TTL already: set with it, and moved
+-- with it whenever the login is rewritten (expireRest).
+if lines == 0 then redis.call('PEXPIRE', KEYS[3], keyTTL(s.created, s.deadline)) end
 return {OK, count}
 `
 

@@ -248,7 +248,8 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 // and the user's index, optional. ARGV: sessionArgs, token, user, item (""
 // for none), recent limit. Answers {1 if the session is new else 0, the
 // login written or nil, its created stamp, the login of the session
-// replaced or of the user replaced, or nil}.
+// replaced or of the user replaced, or nil}, or just 0 if the session was
+// live and the login is left as it was.
 var updateToken = sessionScript(updateBody)
 
 const updateBody = `
@@ -283,6 +284,7 @@ if KEYS[5] then
   if ITEM ~= '' then countView(KEYS[6], ITEM) end
   if fresh == 1 or prev then indexUser(KEYS[7], ARGV[7], cstamp) end
 end
+if fresh == 0 and not login and not prev then return 0 end -- the common case, in brief
 return {fresh, login, cstamp, prev}
 `
 
@@ -317,6 +319,9 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	}
 	if err != nil {
 		return err
+	}
+	if n, err := msg.AsInt64(); err == nil && n == 0 {
+		return nil // a live session refreshed, its login left as it was
 	}
 	reply, err := msg.ToArray()
 	if err != nil {

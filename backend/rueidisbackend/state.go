@@ -227,20 +227,25 @@ local OK, NO_SESSION, EXISTS, FULL, TOO_MANY = ` + strings.Join([]string{
 	itoa(int(driver.Full)), itoa(int(driver.TooMany))}, ", ") + `
 local B, A = 0, 0 -- where the current session's KEYS and ARGV start
 local NOW, SEEN, IDLE, LIFE, SLACK, NEWD, STAMP, HALF
-local ARGS = {} -- the shared arguments last read, as strings (see frame)
 local VIEWS -- view counts to add once the batch has run, if batched (see countView)
 
--- frame reads the current session's sessionArgs. A batch's sessions share
--- most of them: a string already read is not converted again (Lua interns
--- strings, so comparing them is comparing pointers).
+-- shared reads the arguments a batch's sessions share: the clock's ms,
+-- the idle timeout, lifetime and TTL slack, and the idle deadline of a
+-- session refreshed now.
+local function shared(now, idle, life, slack, newd)
+  NOW, IDLE, LIFE, SLACK, NEWD = now + 0, idle + 0, life + 0, slack + 0, newd
+  HALF = math.floor(IDLE / 2)
+end
+
+-- seenArg reads the seen value to write, and its stamp.
+local function seenArg(seen)
+  SEEN, STAMP = seen, string.match(seen, '^%S*')
+end
+
+-- frame reads the current session's sessionArgs.
 local function frame()
-  local now, idle, life, slack = ARGV[A + 1], ARGV[A + 3], ARGV[A + 4], ARGV[A + 5]
-  if now ~= ARGS.now then ARGS.now, NOW = now, now + 0 end
-  if idle ~= ARGS.idle then ARGS.idle, IDLE = idle, idle + 0; HALF = math.floor(IDLE / 2) end
-  if life ~= ARGS.life then ARGS.life, LIFE = life, life + 0 end
-  if slack ~= ARGS.slack then ARGS.slack, SLACK = slack, slack + 0 end
-  SEEN, NEWD = ARGV[A + 2], ARGV[A + 6]
-  STAMP = string.match(SEEN, '^%S*')
+  shared(ARGV[A + 1], ARGV[A + 3], ARGV[A + 4], ARGV[A + 5], ARGV[A + 6])
+  seenArg(ARGV[A + 2])
 end
 
 -- newCreated returns the created field of a session created now.
@@ -399,24 +404,40 @@ func sessionScript(body string) *script {
 	return newScript(prelude + "frame()\n" + offsetArgs(body))
 }
 
-// batchScript is the batched form of a session script: its ARGV are the
-// number of KEYS and of ARGV each session takes, then the sessions' ARGV
-// one after the other, its KEYS the sessions' KEYS, and it answers with the
-// array of body's answers, one a session, as one atomic step.
+// batchScript is the batched form of a session script. Its ARGV are the
+// number of KEYS and of ARGV each session takes, the arguments of
+// sessionArgs that a batch shares (the clock's ms, the idle timeout,
+// lifetime and TTL slack, the idle deadline of a session refreshed now),
+// then each session's own: its seen value and the script's own arguments.
+// Its KEYS are the sessions' KEYS. It answers with the array of body's
+// answers, one a session, as one atomic step.
 func batchScript(body string) *script {
-	return newScript(prelude + "local function one()\n" + offsetArgs(body) + `
+	own := argRef.ReplaceAllStringFunc(body, func(ref string) string {
+		m := argRef.FindStringSubmatch(ref)
+		if m[1] == "KEYS" {
+			return "KEYS[B + " + m[2] + "]"
+		}
+		n, _ := strconv.Atoi(m[2])
+		return "ARGV[A + " + itoa(n-sharedArgs) + "]" // the shared ones are not a session's
+	})
+	return newScript(prelude + "local function one()\n" + own + `
 end
 local nk, na, out = tonumber(ARGV[1]), tonumber(ARGV[2]), {}
+shared(ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
 VIEWS = {}
 for j = 0, #KEYS / nk - 1 do
-  B, A = j * nk, 2 + j * na
-  frame()
+  B, A = j * nk, 7 + j * na
+  seenArg(ARGV[A + 1])
   out[j + 1] = one()
 end
 flushViews()
 return out
 `)
 }
+
+// sharedArgs is how many of sessionArgs a batch's sessions share: all but
+// the seen value (see batchScript).
+const sharedArgs = 5
 
 var argRef = regexp.MustCompile(`\b(KEYS|ARGV)\[(\d+)\]`)
 
