@@ -150,7 +150,7 @@ func (s *store) unindexDropped(token, droppedLogin, user string) []call {
 // KEYS: the session's, then the token's index part and the item's viewed
 // part, optional. ARGV: sessionArgs, token, item ("" for none), recent
 // limit. Answers {NO_SESSION} or {OK, user, the login written or nil, the
-// session's stamp}.
+// session's stamp if the login was written or nil}.
 var refreshSession = sessionScript(refreshBody)
 
 const refreshBody = `
@@ -161,13 +161,14 @@ if deadline - NOW < HALF then
   deadline = tonumber(NEWD)
   login = s.c .. ' ' .. NEWD .. ' ' .. s.user
 end
-local ttl = keyTTL(s.created, deadline)
+local ttl = (login or not s.seen) and keyTTL(s.created, deadline)
 local seen = writeSeen(s, ARGV[8], ARGV[9], ttl)
+local stamp = false
 if login then
   redis.call('SET', KEYS[1], login, 'PX', ttl)
   expireRest(ttl)
+  stamp = string.match(seen, '^%S+')
 end
-local stamp = string.match(seen, '^%S+')
 if KEYS[5] then
   if login then redis.call('ZADD', KEYS[5], stamp, ARGV[7]) end
   if ARGV[8] ~= '' then countView(KEYS[6], ARGV[8]) end
@@ -264,7 +265,7 @@ if s and s.live then
     login = s.c .. ' ' .. NEWD .. ' ' .. USER
     if s.user ~= USER then prev = s.login end
   end
-  ttl = keyTTL(s.created, deadline)
+  if login or not s.seen then ttl = keyTTL(s.created, deadline) end
   if login then
     redis.call('SET', KEYS[1], login, 'PX', ttl)
     expireRest(ttl)

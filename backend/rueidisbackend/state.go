@@ -340,7 +340,10 @@ local function keyTTL(created, deadline)
   return string.format('%d', math.max(math.min(deadline + IDLE - HALF, created + LIFE) - NOW + SLACK, 1))
 end
 
--- writeSeen writes the seen key of session s (nil for a new one) at ttl:
+-- writeSeen writes the seen key of session s (nil for a new one) at ttl,
+-- or, if ttl is false, keeping the TTL it has (s.seen must then be set: a
+-- session's seen key has the TTL of its login, which changes only when the
+-- login is rewritten):
 -- the stamp SEEN, unless s holds a newer one (so that the stamp only grows
 -- whatever order concurrent refreshes land in), and its recent items with
 -- item ('' for none) moved or added last (the newest), keeping limit. It
@@ -374,7 +377,11 @@ local function writeSeen(s, item, limit, ttl)
   elseif item ~= '' then
     seen = SEEN .. '\n1\n' .. item .. '\n'
   end
-  redis.call('SET', KEYS[B + 2], seen, 'PX', ttl)
+  if ttl then
+    redis.call('SET', KEYS[B + 2], seen, 'PX', ttl)
+  else
+    redis.call('SET', KEYS[B + 2], seen, 'KEEPTTL')
+  end
   return seen
 end
 
