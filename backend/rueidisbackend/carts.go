@@ -22,23 +22,29 @@ var cartWrite = sessionScript(cartBody)
 const cartBody = `
 local s = sessionAt(KEYS[1], KEYS[2])
 if not s or not s.live then return {NO_SESSION} end
-local item, n = ARGV[7], tonumber(ARGV[8])
-local old = redis.call('HGET', KEYS[3], item)
-local count = n
+local item, count = ARGV[7], tonumber(ARGV[8])
 if ARGV[9] == 'add' then
-  count = (old and tonumber(old) or 0) + n
+  local old = redis.call('HGET', KEYS[3], item)
+  count = (old and tonumber(old) or 0) + count
   if count > tonumber(ARGV[11]) then return {TOO_MANY} end
 end
 if count <= 0 then
   redis.call('HDEL', KEYS[3], item)
   return {OK, 0}
 end
-local lines = old and 1 or redis.call('HLEN', KEYS[3])
-if not old and lines >= tonumber(ARGV[10]) then return {FULL} end
-redis.call('HSET', KEYS[3], item, count)
--- A cart that existed has the session's TTL already: set with it, and moved
--- with it whenever the login is rewritten (expireRest).
-if lines == 0 then redis.call('PEXPIRE', KEYS[3], keyTTL(s.created, s.deadline)) end
+-- Written first, as the common case is a line the cart has; a new line
+-- that makes the cart too long is taken back (the script is one atomic
+-- step: no one sees it).
+if redis.call('HSET', KEYS[3], item, count) == 1 then
+  local lines = redis.call('HLEN', KEYS[3])
+  if lines > tonumber(ARGV[10]) then
+    redis.call('HDEL', KEYS[3], item)
+    return {FULL}
+  end
+  -- A cart that existed has the session's TTL already: set with it, and
+  -- moved with it whenever the login is rewritten (expireRest).
+  if lines == 1 then redis.call('PEXPIRE', KEYS[3], keyTTL(s.created, s.deadline)) end
+end
 return {OK, count}
 `
 

@@ -217,10 +217,10 @@ func (s *store) live(now, created, lastSeen int64) bool {
 // sessionArgs. The scripts answer with driver.Status values.
 //
 // A script body names its keys and arguments KEYS[B+n] and ARGV[A+n] (the
-// bodies are written KEYS[n] and ARGV[n]; sessionScript rewrites them), and
-// frame reads the arguments every session script starts with, so that the
-// batched form of a script (see batchScript) can run the body for session
-// after session, moving B and A on.
+// bodies are written KEYS[n] and ARGV[n]; offsetArgs rewrites them), and
+// reads sessionArgs only through the globals frame sets (NOW, SEEN...), so
+// that the batched form of a script (see batchScript) can run the body for
+// session after session, moving B and A on.
 var prelude = `
 local OK, NO_SESSION, EXISTS, FULL, TOO_MANY = ` + strings.Join([]string{
 	itoa(int(driver.OK)), itoa(int(driver.NoSession)), itoa(int(driver.Exists)),
@@ -347,8 +347,8 @@ end
 -- the stamp SEEN, unless s holds a newer one (so that the stamp only grows
 -- whatever order concurrent refreshes land in), and its recent items with
 -- item ('' for none) moved or added last (the newest), keeping limit. It
--- works on the stored value in place: plain searches, no pattern, and the
--- items copied once. It returns the value written.
+-- cuts the stored value with plain searches (no pattern) and copies the
+-- items once. It returns the value written.
 local function writeSeen(s, item, limit, ttl)
   local old, seen = s and s.seen, SEEN
   if old then
@@ -408,7 +408,7 @@ end
 
 // sessionScript is a script that starts with prelude and runs body once.
 func sessionScript(body string) *script {
-	return newScript(prelude + "frame()\n" + offsetArgs(body))
+	return newScript(prelude + "frame()\n" + offsetArgs(body, 0))
 }
 
 // batchScript is the batched form of a session script. Its ARGV are the
@@ -419,15 +419,7 @@ func sessionScript(body string) *script {
 // Its KEYS are the sessions' KEYS. It answers with the array of body's
 // answers, one a session, as one atomic step.
 func batchScript(body string) *script {
-	own := argRef.ReplaceAllStringFunc(body, func(ref string) string {
-		m := argRef.FindStringSubmatch(ref)
-		if m[1] == "KEYS" {
-			return "KEYS[B + " + m[2] + "]"
-		}
-		n, _ := strconv.Atoi(m[2])
-		return "ARGV[A + " + itoa(n-sharedArgs) + "]" // the shared ones are not a session's
-	})
-	return newScript(prelude + "local function one()\n" + own + `
+	return newScript(prelude + "local function one()\n" + offsetArgs(body, sharedArgs) + `
 end
 local nk, na, out = tonumber(ARGV[1]), tonumber(ARGV[2]), {}
 shared(ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
@@ -444,18 +436,24 @@ return out
 
 // sharedArgs is how many of sessionArgs a batch's sessions share: all but
 // the seen value (see batchScript).
-const sharedArgs = 5
+const sharedArgs = sessionArgCount - 1
 
 var argRef = regexp.MustCompile(`\b(KEYS|ARGV)\[(\d+)\]`)
 
 // offsetArgs rewrites a script body's KEYS[n] and ARGV[n] to KEYS[B+n] and
-// ARGV[A+n] (see prelude).
-func offsetArgs(body string) string {
+// ARGV[A+n-shared], where shared is how many of sessionArgs the call's
+// ARGV leave out (see batchScript). A body reads sessionArgs through the
+// prelude's globals only: naming one of them is a programming error.
+func offsetArgs(body string, shared int) string {
 	return argRef.ReplaceAllStringFunc(body, func(ref string) string {
 		m := argRef.FindStringSubmatch(ref)
+		n, _ := strconv.Atoi(m[2])
 		if m[1] == "KEYS" {
-			return "KEYS[B + " + m[2] + "]"
+			return "KEYS[B + " + itoa(n) + "]"
 		}
-		return "ARGV[A + " + m[2] + "]"
+		if n <= sessionArgCount {
+			panic("rueidisbackend: a session script names ARGV[" + m[2] + "], one of sessionArgs")
+		}
+		return "ARGV[A + " + itoa(n-shared) + "]"
 	})
 }

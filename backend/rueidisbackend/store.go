@@ -287,12 +287,15 @@ func seenValue(stamp float64, now int64) string {
 	return formatStamp(stamp) + " " + i64(now)
 }
 
+// sessionArgCount is how many arguments sessionArgs returns before extra.
+const sessionArgCount = 6
+
 // sessionArgs returns the arguments every session script starts with (see
 // prelude): the clock's milliseconds, the seen value to write (empty if the
 // script writes none), the idle timeout, lifetime and TTL slack, and the
 // idle deadline of a session refreshed now; then extra.
 func (s *store) sessionArgs(now int64, seen string, extra ...string) []string {
-	args := make([]string, 0, 6+len(extra))
+	args := make([]string, 0, sessionArgCount+len(extra))
 	args = append(args, i64(now), seen, s.idleArg, s.lifeArg, s.slackArg, i64(now+s.idle))
 	return append(args, extra...)
 }
