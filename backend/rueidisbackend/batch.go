@@ -133,7 +133,8 @@ func (b *batcher) run(ctx context.Context, batch []*pending) ([]rueidis.RedisMes
 	}
 	keys := make([]string, 0, len(batch)*b.nk)
 	args := make([]string, 0, 2+sharedArgs+len(batch)*(b.na-sharedArgs))
-	args = append(args, itoa(b.nk), itoa(b.na-sharedArgs), latest[0], latest[2], latest[3], latest[4], latest[5])
+	args = append(args, itoa(b.nk), itoa(b.na-sharedArgs), latest[0]) // all of sessionArgs but the seen value
+	args = append(args, latest[2:sessionArgCount]...)
 	for _, p := range batch {
 		keys = append(keys, p.keys...)
 		args = append(args, p.args[1])

@@ -350,30 +350,28 @@ end
 -- cuts the stored value with plain searches (no pattern) and copies the
 -- items once. It returns the value written.
 local function writeSeen(s, item, limit, ttl)
-  local old, seen = s and s.seen, SEEN
+  local old, head, a = s and s.seen, SEEN, nil -- a: the end of old's head
   if old then
-    local a = string.find(old, '\n', 1, true)
-    local head = SEEN
+    a = string.find(old, '\n', 1, true)
     if string.match(old, '^[^ \n]+') + 0 >= STAMP + 0 then head = a and string.sub(old, 1, a - 1) or old end
-    if item == '' then
-      seen = a and head .. string.sub(old, a) or head
-    elseif not a then
-      seen = head .. '\n1\n' .. item .. '\n'
+  end
+  local seen
+  if item == '' then
+    seen = a and head .. string.sub(old, a) or head
+  elseif not a then
+    seen = head .. '\n1\n' .. item .. '\n'
+  else
+    local b = string.find(old, '\n', a + 1, true) -- the items follow b
+    local p = string.find(old, '\n' .. item .. '\n', b, true)
+    if p then -- "\nN\n", the items before item, the items after it
+      seen = head .. string.sub(old, a, p) .. string.sub(old, p + #item + 2) .. item .. '\n'
     else
-      local b = string.find(old, '\n', a + 1, true) -- the items follow b
-      local p = string.find(old, '\n' .. item .. '\n', b, true)
-      if p then -- "\nN\n", the items before item, the items after it
-        seen = head .. string.sub(old, a, p) .. string.sub(old, p + #item + 2) .. item .. '\n'
-      else
-        local count, from = string.sub(old, a + 1, b - 1) + 1, b -- the items kept start after from
-        while count > tonumber(limit) do
-          from, count = string.find(old, '\n', from + 1, true), count - 1
-        end
-        seen = head .. '\n' .. string.format('%d', count) .. '\n' .. string.sub(old, from + 1) .. item .. '\n'
+      local count, from = string.sub(old, a + 1, b - 1) + 1, b -- the items kept start after from
+      while count > tonumber(limit) do
+        from, count = string.find(old, '\n', from + 1, true), count - 1
       end
+      seen = head .. '\n' .. string.format('%d', count) .. '\n' .. string.sub(old, from + 1) .. item .. '\n'
     end
-  elseif item ~= '' then
-    seen = SEEN .. '\n1\n' .. item .. '\n'
   end
   if ttl then
     redis.call('SET', KEYS[B + 2], seen, 'PX', ttl)
