@@ -2,6 +2,7 @@ package rueidisbackend
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"time"
 
@@ -17,19 +18,25 @@ const cleanBatch = 1000
 // beyond the newest keep, whichever is more; from every part of the index
 // if Options.Spread splits it, merged so that the parts give the entries
 // one index would), deletes every session whose stamp is still the one
-// read (one script per session in a cluster, where sessions live on
-// different slots; one script for the round on a single server), then
-// settles the index, each entry in the part it was read from: entries of
-// deleted sessions and old strays go, and entries that lag behind their
-// session's stamp (a refresh moves the index only now and then, see
-// refreshSession) are moved up to it, so that the next round reads the
-// sessions in their true order. A
-// session refreshed at any point after the read has a new stamp and
-// survives; one created again after its keys were deleted has a new stamp
-// that the last step leaves alone. Sessions refreshed after the pass began
-// have stamps above its start and are never read, nor deleted.
+// read, then settles the index, each entry in the part it was read from:
+// entries of deleted sessions and old strays go, and entries that lag
+// behind their session's stamp (a refresh moves the index only now and
+// then, see refreshSession) are moved up to it, so that a later round reads
+// the sessions in their true order. A session refreshed at any point after
+// the read has a new stamp and survives; one created again after its keys
+// were deleted has a new stamp that the last step leaves alone. Sessions
+// refreshed after the pass began have stamps above its start and are never
+// read, nor deleted.
+//
+// On a single server one script deletes and settles a round, and the
+// rounds are pipelined (see cleanOnServer). In a cluster, where sessions
+// live on different slots, each session is deleted by a script of its own
+// and the index is settled after (see cleanRound).
 func (s *store) CleanSessions(ctx context.Context, keep, max int) (int, error) {
 	start, now := s.nextStamp()
+	if !s.cluster {
+		return s.cleanOnServer(ctx, keep, max, start, now)
+	}
 	removed := 0
 	for removed < max {
 		n, progress, err := s.cleanRound(ctx, keep, min(max-removed, cleanBatch), start, now)
@@ -68,16 +75,13 @@ end
 return removed
 `)
 
-// cleanRound removes up to limit sessions and reports whether it changed
-// anything; a round that changed nothing ends the pass.
+// cleanRound removes up to limit sessions of a cluster and reports whether
+// it changed anything; a round that changed nothing ends the pass.
 func (s *store) cleanRound(ctx context.Context, keep, limit int, start float64, now int64) (removed int, progress bool, err error) {
 	idleBound := i64(now - s.idle + 1) // stamps below it are idle-expired
 	entries, err := s.oldest(ctx, keep, limit, start, idleBound)
 	if err != nil || len(entries) == 0 {
 		return 0, false, err
-	}
-	if !s.cluster {
-		return s.cleanAt(ctx, entries, start)
 	}
 	tokens := make([]string, len(entries))
 	stamps := make([]string, len(entries))
@@ -161,129 +165,188 @@ return out
 `)
 
 // cleanSettle is cleanSessions and reindex in one step, for a single server,
-// where a script may write the sessions and the index together: each
-// session whose stamp is still the one read is deleted with its index
-// entry, the entry of one refreshed since is moved up to its stamp, and an
-// entry without a session is removed if its stamp is below ARGV[1] (see
+// where a script may write the sessions and the index together. Each
+// session read is deleted with its index entry if its stamp is still the
+// one read, or if its stamp, though newer than the entry (a refresh moves
+// the index only now and then, see refreshSession), lies below ARGV[2]
+// (see cleanOnServer): such a session is one the pass removes anyway. The
+// entry of any other session, refreshed since, is moved up to its stamp;
+// an entry without a session is removed if its stamp is below ARGV[1] (see
 // stale). It answers as cleanSessions.
 //
-// KEYS: the index part the entries were read from, then the keys of each
-// session in the order of sessionKeys.all. ARGV: the stray bound, then the token and the stamp read
-// of each session.
+// KEYS: with ARGV[3] = 4 (an index of one part), the index, then the keys
+// of each session in the order of sessionKeys.all; with ARGV[3] = 5, for
+// each session the index part its entry was read from, then its keys.
+// ARGV: the stray bound, the delete bound, 4 or 5, then the token and the
+// stamp read of each session.
 var cleanSettle = newScript(`
 local DELETED, KEPT, NO_SESSION = 1, 0, 2
-local bound, n = tonumber(ARGV[1]), (#ARGV - 1) / 2
--- each calls cmd with key followed by args, at most 1000 at once.
-local function each(cmd, key, args)
-  for i = 1, #args, 1000 do
-    if key then
-      redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
-    else
-      redis.call(cmd, unpack(args, i, math.min(i + 999, #args)))
-    end
-  end
-end
+local stray, below, stride = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local n, whole = (#ARGV - 3) / 2, stride == 4
+-- session j's keys are KEYS[b + 1] to KEYS[b + 4], b = 1 + stride * (j - 1);
+-- its index part, if the index has parts, is KEYS[b].
 local logins, seens = {}, {}
 for j = 1, n do
-  logins[j], seens[j] = KEYS[4 * j - 2], KEYS[4 * j - 1]
+  local b = 1 + stride * (j - 1)
+  logins[j], seens[j] = KEYS[b + 1], KEYS[b + 2]
 end
 logins, seens = redis.call('MGET', unpack(logins)), redis.call('MGET', unpack(seens))
-local out, dels, unindexed = {}, {}, {}
+local out, dels, nd, unindexed, parts = {}, {}, 0, {}, {}
 for j = 1, n do
-  local token, read = ARGV[2 * j], tonumber(ARGV[2 * j + 1])
+  local b, token, read = 1 + stride * (j - 1), ARGV[2 * j + 2], ARGV[2 * j + 3]
+  local index = whole and KEYS[1] or KEYS[b]
   local stamp = seens[j] and string.match(seens[j], '^%S+')
-  if stamp and tonumber(stamp) ~= read then
-    redis.call('ZADD', KEYS[1], 'XX', 'GT', stamp, token)
-    out[#out + 1] = KEPT
-    out[#out + 1] = stamp
-  else
-    for k = 4 * j - 2, 4 * j + 1 do dels[#dels + 1] = KEYS[k] end
-    if stamp or read < bound then unindexed[#unindexed + 1] = token end
-    out[#out + 1] = stamp and DELETED or NO_SESSION
-    out[#out + 1] = stamp and logins[j] or false
-  end
-end
-each('DEL', nil, dels)
-each('ZREM', KEYS[1], unindexed)
-return out
-`)
-
-// cleanSettleParts is cleanSettle for an index split in parts: each
-// session's entry is settled in the part it was read from.
-//
-// KEYS: for each session, the index part its entry was read from, then its
-// keys in the order of sessionKeys.all. ARGV: as cleanSettle's.
-var cleanSettleParts = newScript(`
-local DELETED, KEPT, NO_SESSION = 1, 0, 2
-local bound, n = tonumber(ARGV[1]), (#ARGV - 1) / 2
-local logins, seens = {}, {}
-for j = 1, n do
-  logins[j], seens[j] = KEYS[5 * j - 3], KEYS[5 * j - 2]
-end
-logins, seens = redis.call('MGET', unpack(logins)), redis.call('MGET', unpack(seens))
-local out, dels, unindexed, parts = {}, {}, {}, {}
-for j = 1, n do
-  local index, token, read = KEYS[5 * j - 4], ARGV[2 * j], tonumber(ARGV[2 * j + 1])
-  local stamp = seens[j] and string.match(seens[j], '^%S+')
-  if stamp and tonumber(stamp) ~= read then
+  -- Compared as strings first: most stamps read back as they were written.
+  local newer = stamp and stamp ~= read and tonumber(stamp)
+  if newer and newer >= below and newer ~= tonumber(read) then
     redis.call('ZADD', index, 'XX', 'GT', stamp, token)
-    out[#out + 1] = KEPT
-    out[#out + 1] = stamp
+    out[2 * j - 1], out[2 * j] = KEPT, stamp
   else
-    for k = 5 * j - 3, 5 * j do dels[#dels + 1] = KEYS[k] end
-    if stamp or read < bound then
-      if not unindexed[index] then
-        unindexed[index] = {}
-        parts[#parts + 1] = index
-      end
-      table.insert(unindexed[index], token)
+    dels[nd + 1], dels[nd + 2], dels[nd + 3], dels[nd + 4], nd = KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4], nd + 4
+    if stamp or tonumber(read) < stray then
+      local t = unindexed[index]
+      if not t then t = {}; unindexed[index] = t; parts[#parts + 1] = index end
+      t[#t + 1] = token
     end
-    out[#out + 1] = stamp and DELETED or NO_SESSION
-    out[#out + 1] = stamp and logins[j] or false
+    out[2 * j - 1], out[2 * j] = stamp and DELETED or NO_SESSION, stamp and logins[j] or false
   end
 end
 for i = 1, #dels, 1000 do
   redis.call('DEL', unpack(dels, i, math.min(i + 999, #dels)))
 end
 for _, index in ipairs(parts) do
-  local tokens = unindexed[index]
-  for i = 1, #tokens, 1000 do
-    redis.call('ZREM', index, unpack(tokens, i, math.min(i + 999, #tokens)))
+  local t = unindexed[index]
+  for i = 1, #t, 1000 do
+    redis.call('ZREM', index, unpack(t, i, math.min(i + 999, #t)))
   end
 end
 return out
 `)
 
-// cleanAt is cleanRound's second step on a single server: one script
-// deletes the sessions read and settles their index entries (in the parts
-// they were read from, if Options.Spread splits the index), and one
-// removes the deleted sessions from their users' indexes.
-func (s *store) cleanAt(ctx context.Context, entries []indexEntry, start float64) (removed int, progress bool, err error) {
-	tokens := make([]string, len(entries))
-	stamps := make([]string, len(entries))
-	args := make([]string, 1, 1+2*len(entries))
-	args[0] = formatStamp(start - float64(strayGrace.Milliseconds()))
-	sc, stride := cleanSettle, 4
-	if s.k.spread > 1 {
-		sc, stride = cleanSettleParts, 5
+// cleanOnServer is CleanSessions on a single server. Its rounds are
+// pipelined: after the first read of the index, each round trip carries
+// the previous round's removals from users' indexes, the round's cleanSettle
+// and the next round's read, which the server runs after the deletions it
+// follows, so a pass of R rounds takes R + 1 round trips, not 3R. A read
+// goes with deletions only once the server has run cleanSettle for this
+// store: if it did not know the script, the deletions would be sent again
+// as EVAL after the read had run, and the next round would read the
+// entries just deleted. (A server that loses its scripts later, at a
+// restart, can make that happen once, which only ends that pass early.)
+//
+// A round deletes, beside the sessions whose stamps are still the ones
+// read, those whose stamps lie below the later of the idle bound (they are
+// expired) and the reach: the stamp of the newest entry the whole pass may
+// take, as the round's read found it (capped at the pass's start). A
+// session with a stamp below the reach has an entry below it too (an entry
+// lags behind its session's stamp, never ahead), so it is one of the
+// sessions the pass takes, whatever its entry lagged behind. Only the
+// others, refreshed beyond the reach, are moved up. Without this, every
+// session refreshed since its entry was last written would be read twice:
+// once to move its entry up, once to delete it.
+func (s *store) cleanOnServer(ctx context.Context, keep, max int, start float64, now int64) (int, error) {
+	idle := now - s.idle + 1 // stamps below it are idle-expired
+	idleBound := i64(idle)
+	entries, reach, readErr := s.oldestFrom(s.do(ctx, s.oldestCall(keep, min(max, cleanBatch), start, idleBound))[0])
+	removed := 0
+	var gone []ended // the previous round's deleted sessions that had users
+	read := false    // whether to read without settling (see below)
+	for {
+		calls := s.unindexEnded(gone)
+		unindexing := len(calls)
+		settling := len(entries) > 0
+		limit := 0 // the next round's, if its read goes in this round trip
+		switch {
+		case settling:
+			calls = append(calls, s.settleCall(entries, reach, start, idle))
+			if s.settling.Load() {
+				limit = min(max-removed-len(entries), cleanBatch)
+			}
+		case read:
+			limit = min(max-removed, cleanBatch)
+		}
+		if limit > 0 {
+			calls = append(calls, s.oldestCall(keep, limit, start, idleBound))
+		}
+		if len(calls) == 0 {
+			return removed, readErr
+		}
+		res := s.do(ctx, calls...)
+		for _, r := range res[:unindexing] {
+			if err := r.Error(); err != nil {
+				return removed, err
+			}
+		}
+		round := entries
+		gone, read, entries = nil, false, nil
+		progress := true
+		if settling {
+			var n int
+			var err error
+			n, gone, progress, err = s.settled(res[unindexing], round, start)
+			removed += n
+			if err != nil {
+				return removed, err
+			}
+			if !s.settling.Load() {
+				s.settling.Store(true)
+			}
+		}
+		switch {
+		case progress && limit > 0:
+			// A failed read ends the pass once the users' indexes are settled.
+			entries, reach, readErr = s.oldestFrom(res[len(res)-1])
+		case progress && removed < max:
+			// The next round was not read with this one (see above), or
+			// was read assuming this one would remove all it read, but
+			// this one moved some entries up instead: read it now.
+			read = true
+		}
 	}
+}
+
+// settleCall is the cleanSettle of a round's entries, oldest first, with
+// the reach the read answered; idle is the idle bound (see cleanOnServer).
+func (s *store) settleCall(entries []indexEntry, reach string, start float64, idle int64) call {
+	stride := 4
+	if s.k.spread > 1 {
+		stride = 5
+	}
+	// The delete bound: the later of the idle bound and the reach, which
+	// is below the pass's start unless the pass may take every entry below
+	// it.
+	below := i64(idle)
+	if r, err := strconv.ParseFloat(reach, 64); err == nil && r > float64(idle) {
+		below = formatStamp(math.Min(r, start))
+	}
+	args := make([]string, 3, 3+2*len(entries))
+	args[0], args[1], args[2] = formatStamp(start-float64(strayGrace.Milliseconds())), below, itoa(stride)
 	keys := make([]string, 0, 1+stride*len(entries))
-	if s.k.spread == 1 {
+	if stride == 4 {
 		keys = append(keys, s.k.indexPart(0))
 	}
-	for i, e := range entries {
-		tokens[i], stamps[i] = e.token, e.stamp
-		if s.k.spread > 1 {
+	for _, e := range entries {
+		if stride == 5 {
 			keys = append(keys, s.k.indexPart(e.part))
 		}
 		keys = append(keys, s.k.session(e.token).all()...)
 		args = append(args, e.token, e.stamp)
 	}
-	outcome, err := s.outcomes(s.do(ctx, s.scriptCall(sc, keys, args)), tokens)
-	if err != nil {
-		return 0, false, err
+	return s.scriptCall(cleanSettle, keys, args)
+}
+
+// settled reads the answer of a round's cleanSettle: how many sessions it
+// removed, which of them had users (whose indexes must lose them), and
+// whether it changed anything.
+func (s *store) settled(r rueidis.RedisResult, entries []indexEntry, start float64) (removed int, gone []ended, progress bool, err error) {
+	tokens := make([]string, len(entries))
+	for i, e := range entries {
+		tokens[i] = e.token
 	}
-	var gone []ended
+	outcome, err := s.outcomes([]rueidis.RedisResult{r}, tokens)
+	if err != nil {
+		return 0, nil, false, err
+	}
 	for i, o := range outcome {
 		switch {
 		case o.code == cleanDeleted:
@@ -292,11 +355,11 @@ func (s *store) cleanAt(ctx context.Context, entries []indexEntry, start float64
 				gone = append(gone, ended{token: tokens[i], user: l.user, cstamp: l.cstamp})
 			}
 			progress = true
-		case o.code == cleanNoSession && stale(stamps[i], start), o.code == cleanKept:
+		case o.code == cleanNoSession && stale(entries[i].stamp, start), o.code == cleanKept:
 			progress = true
 		}
 	}
-	return removed, progress, s.send(ctx, s.unindexEnded(gone))
+	return removed, gone, progress, nil
 }
 
 // cleanSessions' answers, one a session (the script's DELETED, KEPT and

@@ -394,14 +394,15 @@ func TestErrors_RedisErrorReachableThroughStore(t *testing.T) {
 	})
 }
 
-// countingClient counts the commands a Store sends.
+// countingClient counts the commands a Store sends, and the round trips
+// (calls of Do, DoMulti and DoCache) they go in.
 type countingClient struct {
 	rueidis.Client
-	mu   sync.Mutex
-	sent int
+	mu          sync.Mutex
+	sent, trips int
 }
 
-func (c *countingClient) count(n int) { c.mu.Lock(); c.sent += n; c.mu.Unlock() }
+func (c *countingClient) count(n int) { c.mu.Lock(); c.sent += n; c.trips++; c.mu.Unlock() }
 func (c *countingClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
 	c.count(1)
 	return c.Client.Do(ctx, cmd)

@@ -4,25 +4,33 @@ import (
 	"cmp"
 	"context"
 	"strconv"
+
+	"github.com/redis/rueidis"
 )
 
 // Each round of a cleaning pass starts by reading the oldest entries of
 // the session index: from the one index, or from every part of an index
 // that Options.Spread splits, merged into the order one index would give.
 
-// oldestSessions returns, as token, stamp pairs, the oldest index entries
-// with stamps below ARGV[3] (the pass's start): as many as lie beyond the
-// newest ARGV[1] or have stamps below ARGV[4] (idle-expired), whichever is
-// more, and at most ARGV[2].
+// oldestSessions returns the oldest index entries with stamps below ARGV[3]
+// (the pass's start): as many as lie beyond the newest ARGV[1] or have
+// stamps below ARGV[4] (idle-expired), whichever is more, n, and at most
+// ARGV[2]. It answers the stamp of the n-th oldest entry (the reach, see
+// cleanOnServer; +inf if the pass may take every entry), then the entries
+// as token, stamp pairs; or nothing if n is 0.
 //
 // KEYS: the index, whole (a Spread of 1).
 var oldestSessions = newScript(`
-local n = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[1])
+local size = redis.call('ZCARD', KEYS[1])
+local n = size - tonumber(ARGV[1])
 local expired = redis.call('ZCOUNT', KEYS[1], '-inf', '(' .. ARGV[4])
 if expired > n then n = expired end
 if n <= 0 then return {} end
-n = math.min(n, tonumber(ARGV[2]))
-return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[3], 'WITHSCORES', 'LIMIT', 0, n)
+local reach = '+inf'
+if n < size then reach = redis.call('ZRANGE', KEYS[1], n - 1, n - 1, 'WITHSCORES')[2] end
+local out = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[3], 'WITHSCORES', 'LIMIT', 0, math.min(n, tonumber(ARGV[2])))
+table.insert(out, 1, reach)
+return out
 `)
 
 // indexEntry is an entry of the session index as a pass read it, with the
@@ -57,72 +65,90 @@ return out
 `)
 
 // oldest returns the entries a round of a pass works on (see
-// oldestSessions), oldest first: from the one index in one script, or from
-// every part of a split one, whose counts are added up and whose entries
-// are merged by stamp, then token, as one sorted set would order them.
+// oldestSessions), oldest first: on a single server from one script (see
+// oldestCall), in a cluster from every part of the index, whose counts are
+// added up and whose entries are merged (see oldestInCluster).
 func (s *store) oldest(ctx context.Context, keep, limit int, start float64, idleBound string) ([]indexEntry, error) {
+	if !s.cluster {
+		entries, _, err := s.oldestFrom(s.do(ctx, s.oldestCall(keep, limit, start, idleBound))[0])
+		return entries, err
+	}
+	n, parts, err := s.oldestInCluster(ctx, keep, limit, start, idleBound)
+	if err != nil || n <= 0 {
+		return nil, err
+	}
+	return mergeOldest(parts, int(min(n, int64(limit)))), nil
+}
+
+// oldestCall is the read of a round on a single server: oldestSessions
+// over the one index, or oldestOfParts over its parts. Its reply goes to
+// oldestFrom.
+func (s *store) oldestCall(keep, limit int, start float64, idleBound string) call {
 	args := []string{itoa(keep), itoa(limit), formatStamp(start), idleBound}
 	if s.k.spread == 1 {
-		pairs, err := s.do(ctx, s.scriptCall(oldestSessions, []string{s.k.indexPart(0)}, args))[0].AsStrSlice()
-		if err != nil {
-			return nil, err
+		return s.scriptCall(oldestSessions, []string{s.k.indexPart(0)}, args)
+	}
+	return s.scriptCall(oldestOfParts, s.k.indexParts, args)
+}
+
+// oldestFrom returns the entries that the reply to an oldestCall holds,
+// oldest first, and their reach: the stamp of the newest entry that the
+// pass may take (for an index of one part), or of the newest entry read.
+func (s *store) oldestFrom(r rueidis.RedisResult) (entries []indexEntry, reach string, err error) {
+	if s.k.spread == 1 {
+		reply, err := r.AsStrSlice()
+		if err != nil || len(reply) == 0 {
+			return nil, "", err
 		}
+		pairs := reply[1:]
 		entries := make([]indexEntry, 0, len(pairs)/2)
 		for i := 0; i+1 < len(pairs); i += 2 {
 			entries = append(entries, indexEntry{token: pairs[i], stamp: pairs[i+1]})
 		}
-		return entries, nil
+		return entries, reply[0], nil
 	}
-	var n int64
-	var parts [][]indexEntry
-	var err error
-	if s.cluster {
-		n, parts, err = s.oldestInCluster(ctx, keep, limit, start, idleBound)
-	} else {
-		n, parts, err = s.oldestOnServer(ctx, args)
-	}
-	if err != nil || n <= 0 {
-		return nil, err
-	}
-	return mergeFirst(parts, int(min(n, int64(limit))), func(a, b indexEntry) int {
-		return cmp.Or(cmp.Compare(a.score, b.score), cmp.Compare(a.token, b.token))
-	}), nil
-}
-
-// oldestOnServer reads the index parts on a single server with one
-// oldestOfParts script, and returns how many entries the round takes and
-// each part's oldest entries.
-func (s *store) oldestOnServer(ctx context.Context, args []string) (int64, [][]indexEntry, error) {
-	reply, err := s.do(ctx, s.scriptCall(oldestOfParts, s.k.indexParts, args))[0].ToArray()
+	reply, err := r.ToArray()
 	if err != nil {
-		return 0, nil, err
+		return nil, "", err
 	}
 	if len(reply) == 0 {
-		return 0, nil, errShortReply
+		return nil, "", errShortReply
 	}
 	n, err := reply[0].AsInt64()
 	if err != nil || n <= 0 {
-		return 0, nil, err
+		return nil, "", err
 	}
 	if len(reply) != 1+s.k.spread {
-		return 0, nil, errShortReply
+		return nil, "", errShortReply
 	}
 	parts := make([][]indexEntry, s.k.spread)
 	for p := range parts {
 		pairs, err := reply[1+p].AsStrSlice()
 		if err != nil {
-			return 0, nil, err
+			return nil, "", err
 		}
 		parts[p] = make([]indexEntry, 0, len(pairs)/2)
 		for i := 0; i+1 < len(pairs); i += 2 {
 			score, err := strconv.ParseFloat(pairs[i+1], 64)
 			if err != nil {
-				return 0, nil, err
+				return nil, "", err
 			}
 			parts[p] = append(parts[p], indexEntry{token: pairs[i], stamp: pairs[i+1], score: score, part: p})
 		}
 	}
-	return n, parts, nil
+	entries = mergeOldest(parts, int(n))
+	if len(entries) == 0 {
+		return nil, "", nil
+	}
+	return entries, entries[len(entries)-1].stamp, nil
+}
+
+// mergeOldest merges the oldest entries of the index parts into the first
+// n of the order one sorted set would give: by stamp, then token.
+func mergeOldest(parts [][]indexEntry, n int) []indexEntry {
+	return mergeFirst(parts, n, func(a, b indexEntry) int {
+		return cmp.Or(cmp.Compare(a.score, b.score), cmp.Compare(a.token, b.token))
+	})
 }
 
 // oldestInCluster reads the index parts in a cluster, where they live on

@@ -149,6 +149,10 @@ type store struct {
 	stampMu   sync.Mutex
 	lastStamp float64
 
+	// settling is whether the server has run cleanSettle for this store,
+	// so that a read pipelined after it runs after it (see cleanOnServer).
+	settling atomic.Bool
+
 	// renewHook, if set (by tests), runs between RenewSession's two steps;
 	// an error it returns fails the second step.
 	renewHook func() error
