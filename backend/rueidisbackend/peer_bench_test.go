@@ -17,8 +17,9 @@ import (
 // the fastest way a Go engineer would write them (one rueidis DoMulti a
 // call, auto-pipelined), on the same private server, in the same run, from
 // 64 goroutines over the same sessions and Zipf-popular items. Each
-// sub-benchmark runs b.N calls of each contender and reports both rates and
-// their ratio (retail/book above 1: the Store is faster):
+// sub-benchmark runs b.N calls of each contender (b.N cleanings of the
+// whole population for clean_sessions) and reports both rates and their
+// ratio (retail/book above 1: the Store is faster):
 //
 //	go test -run '^$' -bench VersusBook ./backend/rueidisbackend/
 //
@@ -101,6 +102,85 @@ func BenchmarkVersusBook(b *testing.B) {
 			b.ReportMetric(bookRate, "book-ops/s")
 			b.ReportMetric(retailRate/bookRate, "retail/book")
 		})
+	}
+
+	// clean_sessions: sessions removed per second by one goroutine that
+	// cleans a fresh population down to nothing, with CleanSessions(0,
+	// 1000) and with the book's clean_full_sessions loop in batches of
+	// 1,000 (ZCARD, ZRANGE, DEL of the viewed and cart keys, HDEL of the
+	// logins, ZREM from recent:). Each iteration loads both populations
+	// anew, outside the timing.
+	b.Run("clean_sessions", func(b *testing.B) {
+		var retailTime, bookTime time.Duration
+		removed := 0
+		for range b.N {
+			b.StopTimer()
+			rs := mustNew(b, c, rueidisbackend.Options{Prefix: uniquePrefix()})
+			bp := uniquePrefix()
+			parallelDo(sessions, func(i int) error {
+				if err := shopSession(rs, i, user(i)); err != nil {
+					return err
+				}
+				return bookUpdateToken(c, bp, i)
+			})
+			b.StartTimer()
+			t0 := time.Now()
+			for {
+				n, err := rs.CleanSessions(bg, 0, 1000)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n == 0 {
+					break
+				}
+				removed += n
+			}
+			retailTime += time.Since(t0)
+			t0 = time.Now()
+			if n, err := bookClean(c, bp, 1000); err != nil || n != sessions {
+				b.Fatalf("book clean removed %d, %v; want %d", n, err, sessions)
+			}
+			bookTime += time.Since(t0)
+		}
+		if removed != b.N*sessions {
+			b.Fatalf("CleanSessions removed %d, want %d", removed, b.N*sessions)
+		}
+		retailRate := float64(b.N*sessions) / retailTime.Seconds()
+		bookRate := float64(b.N*sessions) / bookTime.Seconds()
+		b.ReportMetric(retailRate, "retail-removed/s")
+		b.ReportMetric(bookRate, "book-removed/s")
+		b.ReportMetric(retailRate/bookRate, "retail/book")
+	})
+}
+
+// bookClean is the book's clean_full_sessions loop with no limit, in
+// batches of batch: it removes every session of the book's layout under
+// prefix and returns how many.
+func bookClean(c rueidis.Client, prefix string, batch int) (int, error) {
+	removed := 0
+	for {
+		size, err := c.Do(bg, c.B().Zcard().Key(prefix+"recent:").Build()).AsInt64()
+		if err != nil || size == 0 {
+			return removed, err
+		}
+		tokens, err := c.Do(bg, c.B().Zrange().Key(prefix+"recent:").Min("0").Max(strconv.FormatInt(min(size, int64(batch))-1, 10)).Build()).AsStrSlice()
+		if err != nil {
+			return removed, err
+		}
+		keys := make([]string, 0, 2*len(tokens))
+		for _, t := range tokens {
+			keys = append(keys, prefix+"viewed:"+t, prefix+"cart:"+t)
+		}
+		for _, cmd := range []rueidis.Completed{
+			c.B().Del().Key(keys...).Build(),
+			c.B().Hdel().Key(prefix + "login:").Field(tokens...).Build(),
+			c.B().Zrem().Key(prefix + "recent:").Member(tokens...).Build(),
+		} {
+			if err := c.Do(bg, cmd).Error(); err != nil {
+				return removed, err
+			}
+		}
+		removed += len(tokens)
 	}
 }
 
