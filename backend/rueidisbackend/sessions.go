@@ -149,8 +149,8 @@ func (s *store) unindexDropped(token, droppedLogin, user string) []call {
 //
 // KEYS: the session's, then the token's index part and the item's viewed
 // part, optional. ARGV: sessionArgs, token, item ("" for none), recent
-// limit. Answers {NO_SESSION} or {OK, user, the login written or nil, the
-// session's stamp if the login was written or nil}.
+// limit. Answers {NO_SESSION}; {OK, user, the login written, the
+// session's stamp} if it rewrote the login; or, commonly, just the user.
 var refreshSession = sessionScript(refreshBody)
 
 const refreshBody = `
@@ -173,6 +173,7 @@ if KEYS[5] then
   if login then redis.call('ZADD', KEYS[5], stamp, ARGV[7]) end
   if ARGV[8] ~= '' then countView(KEYS[6], ARGV[8]) end
 end
+if not login then return s.user end -- the common case, in brief
 return {OK, s.user, login, stamp}
 `
 
@@ -193,28 +194,14 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 	if err != nil {
 		return "", false, err
 	}
-	res, err := msg.ToArray()
-	if err != nil {
+	r, live, err := refreshReply(msg)
+	if !live || err != nil {
 		return "", false, err
 	}
-	if st, err := status(res); err != nil || st != driver.OK {
-		return "", false, err
+	if r.moved {
+		s.own.wrote(ks.login, []byte(r.login))
 	}
-	if len(res) < 4 {
-		return "", false, errShortReply
-	}
-	user, err := res[1].ToString()
-	if err != nil {
-		return "", false, err
-	}
-	login, moved, err := optString(res[2])
-	if err != nil {
-		return "", false, err
-	}
-	if moved {
-		s.own.wrote(ks.login, []byte(login))
-	}
-	if s.cluster && (moved || item != "") {
+	if s.cluster && (r.moved || item != "") {
 		// The session is refreshed: writes to the shared sets that fail
 		// are kept for later (see deferred.go), and a failed move of the
 		// index entry is left to cleaning, which moves lagging entries up.
@@ -222,18 +209,47 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 		if item != "" {
 			calls = append(calls, s.viewCall(item))
 		}
-		if moved {
-			sessionStamp, err := res[3].ToString()
-			if err != nil {
-				return "", false, err
-			}
-			calls = append(calls, s.bumpCall(token, sessionStamp))
+		if r.moved {
+			calls = append(calls, s.bumpCall(token, r.stamp))
 		}
 		if replies := s.withDeferred(ctx, calls...); item != "" && replies[0].Error() != nil {
 			s.deferred.keep([]string{item}, nil)
 		}
 	}
-	return user, true, nil
+	return r.user, true, nil
+}
+
+// refreshed is what refreshSession answers for a live session.
+type refreshed struct {
+	user         string
+	moved        bool   // whether the login was rewritten
+	login, stamp string // if moved: the login written and the session's stamp
+}
+
+// refreshReply reads refreshSession's answer; live is false if there was
+// no live session.
+func refreshReply(msg rueidis.RedisMessage) (r refreshed, live bool, err error) {
+	if user, err := msg.ToString(); err == nil {
+		return refreshed{user: user}, true, nil // the common answer, in brief
+	}
+	res, err := msg.ToArray()
+	if err != nil {
+		return r, false, err
+	}
+	if st, err := status(res); err != nil || st != driver.OK {
+		return r, false, err
+	}
+	if len(res) < 4 {
+		return r, false, errShortReply
+	}
+	if r.user, err = res[1].ToString(); err != nil {
+		return r, false, err
+	}
+	if r.login, r.moved, err = optString(res[2]); err != nil || !r.moved {
+		return r, err == nil, err
+	}
+	r.stamp, err = res[3].ToString()
+	return r, err == nil, err
 }
 
 // updateToken is UpdateToken's part on the session's slot: it refreshes a
