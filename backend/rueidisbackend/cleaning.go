@@ -247,7 +247,8 @@ return out
 func (s *store) cleanOnServer(ctx context.Context, keep, max int, start float64, now int64) (int, error) {
 	idle := now - s.idle + 1 // stamps below it are idle-expired
 	idleBound := i64(idle)
-	entries, reach, readErr := s.oldestFrom(s.do(ctx, s.oldestCall(keep, min(max, cleanBatch), start, idleBound))[0])
+	first := min(max, cleanBatch)
+	entries, reach, readErr := s.oldestFrom(s.do(ctx, s.oldestCalls(keep, first, start, idleBound)...), keep, first)
 	removed := 0
 	var gone []ended // the previous round's deleted sessions that had users
 	read := false    // whether to read without settling (see below)
@@ -265,8 +266,10 @@ func (s *store) cleanOnServer(ctx context.Context, keep, max int, start float64,
 		case read:
 			limit = min(max-removed, cleanBatch)
 		}
+		reading := 0
 		if limit > 0 {
-			calls = append(calls, s.oldestCall(keep, limit, start, idleBound))
+			readCalls := s.oldestCalls(keep, limit, start, idleBound)
+			calls, reading = append(calls, readCalls...), len(readCalls)
 		}
 		if len(calls) == 0 {
 			return removed, readErr
@@ -295,7 +298,7 @@ func (s *store) cleanOnServer(ctx context.Context, keep, max int, start float64,
 		switch {
 		case progress && limit > 0:
 			// A failed read ends the pass once the users' indexes are settled.
-			entries, reach, readErr = s.oldestFrom(res[len(res)-1])
+			entries, reach, readErr = s.oldestFrom(res[len(res)-reading:], keep, limit)
 		case progress && removed < max:
 			// The next round was not read with this one (see above), or
 			// was read assuming this one would remove all it read, but
