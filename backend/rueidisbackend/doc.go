@@ -97,12 +97,14 @@
 // its three writes at once, as the book's update_token does. Logout of a
 // logged-in user takes two round trips, UserSessions two, LogoutUser three,
 // RenewSession three to five, and CleanSessions three a batch of 1,000
-// sessions (in a cluster, one script a session in the second). With
-// Options.Spread above 1, SessionCount, TopItems and, in a cluster, the
-// first round trip of each CleanSessions batch send commands to every part
-// of the shared set, all in that round trip (on a single server one script
-// reads every part for cleaning); ItemRank takes two round trips (the
-// item's own part, then the others) and RescaleViews up to three.
+// sessions (in a cluster, one script a session in the second; on a single
+// server a pass of several batches sends each batch's deletions with the
+// next batch's read and the previous batch's removals from users' indexes,
+// one round trip a batch). With Options.Spread above 1, SessionCount,
+// TopItems and the first round trip of each CleanSessions batch send
+// commands to every part of the shared set, all in that round trip;
+// ItemRank takes two round trips (the item's own part, then the others)
+// and RescaleViews up to three.
 //
 // # Expiry, and key TTLs
 //
@@ -178,7 +180,10 @@
 // slot, one node of a cluster, or Options.Spread of them) alone. An index entry may thus lag behind its
 // session's stamp; a pass that reads such an entry leaves the session alone
 // and moves the entry up to the session's stamp, then reads again, so it
-// still removes sessions in the order they were last seen. The index entry
+// still removes sessions in the order they were last seen. On a single
+// server it deletes such a session at once if its stamp is below the
+// newest entry the pass may take by the count (or is idle-expired): its
+// entry is below that too, so the pass would take it anyway. The index entry
 // of a deleted session goes only if its stamp is unchanged, so an update
 // racing a deletion keeps its entry. An entry whose session has no keys
 // (they expired by their TTLs, or a cluster write failed half way) goes
