@@ -114,9 +114,16 @@ func (s *store) deferFailed(res []rueidis.RedisResult, token string, stamp float
 // by the buffered writes, in one round trip, and returns the replies to
 // calls. Buffered writes that fail go back to the buffer.
 func (s *store) withDeferred(ctx context.Context, calls ...call) []rueidis.RedisResult {
+	res, _ := s.sendDeferred(ctx, calls...)
+	return res
+}
+
+// sendDeferred is withDeferred that also reports how many index entries
+// the buffered writes created: entries that a session had lost.
+func (s *store) sendDeferred(ctx context.Context, calls ...call) (replies []rueidis.RedisResult, created int) {
 	views, index := s.deferred.take()
 	if views == nil && index == nil {
-		return s.do(ctx, calls...)
+		return s.do(ctx, calls...), 0
 	}
 	items, tokens := slices.Collect(maps.Keys(views)), slices.Collect(maps.Keys(index))
 	flush := make([]call, 0, len(items)+len(tokens)+len(calls))
@@ -134,12 +141,14 @@ func (s *store) withDeferred(ctx context.Context, calls ...call) []rueidis.Redis
 		}
 	}
 	for i, token := range tokens {
-		if res[len(items)+i].Error() != nil {
+		n, err := res[len(items)+i].AsInt64()
+		if err != nil {
 			failedIndex[token] = index[token]
 		}
+		created += int(n) // ZADD answers how many members it added
 	}
 	if len(failedViews)+len(failedIndex) > 0 {
 		s.deferred.putBack(failedViews, failedIndex)
 	}
-	return res[len(flush):]
+	return res[len(flush):], created
 }

@@ -40,7 +40,7 @@ const repairBatch = 1000
 // each session that its index or its user's index misses, at the session's
 // own stamps; then it scans the index and removes each entry that has had
 // no session for longer than strayGrace. It returns how many entries it
-// wrote or removed.
+// wrote or removed, the deferred writes that created an entry included.
 //
 // A session deleted while the repair reads it may be indexed again; its
 // entry is then a stray that the next repair or cleaning pass removes. A
@@ -55,13 +55,14 @@ func (s *store) RepairSessions(ctx context.Context) (int, error) {
 	if !s.cluster {
 		return 0, nil
 	}
-	s.withDeferred(ctx) // what fails goes back to the buffer
+	// What fails goes back to the buffer; an entry the buffer creates is
+	// a session's lost entry mended, and counted as such.
+	_, repaired := s.sendDeferred(ctx)
 	masters, err := s.masters(ctx)
 	if err != nil {
-		return 0, err
+		return repaired, err
 	}
 	var errs []error
-	repaired := 0
 	for addr, node := range masters {
 		n, err := s.repairNode(ctx, node)
 		repaired += n
