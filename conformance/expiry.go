@@ -16,6 +16,7 @@ var expiryTests = []behaviour{
 	{name: "Expiry_IdleSessionEndsAtIdleTimeout", test: testExpiryIdle},
 	{name: "Expiry_FirstCallAfterExpiryIsAWrite", test: testExpiryFirstCallWrites},
 	{name: "Expiry_RefreshExtendsIdleTimeout", test: testExpiryRefreshExtends},
+	{name: "Expiry_RefreshedSessionTakesWrites", test: testExpiryRefreshedTakesWrites},
 	{name: "Expiry_ReadsDoNotExtendIdleTimeout", test: testExpiryReadsDoNotExtend},
 	{name: "Expiry_LifetimeEndsRefreshedSession", test: testExpiryLifetime},
 	{name: "Expiry_LoginRestartsLifetime", test: testExpiryLoginRestarts},
@@ -156,6 +157,30 @@ func testExpiryRefreshExtends(h *harness) {
 	h.clock.Advance(idle - time.Millisecond)
 	h.wantLive("tok-1", "alice")
 	h.clock.Advance(time.Millisecond)
+	h.wantExpired("tok-1", "alice")
+}
+
+func testExpiryRefreshedTakesWrites(h *harness) {
+	liveSession(h, "tok-1", "alice")
+	// Refreshed soon after it started, the session takes cart and value
+	// writes until an idle timeout from that refresh, past an idle timeout
+	// from its start.
+	h.clock.Advance(time.Minute)
+	h.wantRefresh("tok-1", "", "alice")
+	h.clock.Advance(idle - time.Minute + 500*time.Millisecond)
+	h.addToCart("tok-1", "item-b", 2)
+	if n, err := h.s.IncrementCart(h.ctx, "tok-1", "item-b", 1); n != 3 || err != nil {
+		h.t.Errorf("IncrementCart(%q, %q, 1) = %d, %v, want 3, nil", "tok-1", "item-b", n, err)
+	}
+	h.setValue("tok-1", "note", []byte("kept"))
+	if v, ok, err := h.s.PopValue(h.ctx, "tok-1", "flash"); string(v) != "hello" || !ok || err != nil {
+		h.t.Errorf("PopValue(%q, %q) = %q, %v, %v, want %q, true, nil", "tok-1", "flash", v, ok, err, "hello")
+	}
+	h.wantCart("tok-1", map[string]int{"item-a": 1, "item-b": 3})
+	h.wantValue("tok-1", "note", "kept")
+	// Those writes were not visits: an idle timeout from the refresh, the
+	// session ends.
+	h.clock.Advance(time.Minute - 500*time.Millisecond)
 	h.wantExpired("tok-1", "alice")
 }
 

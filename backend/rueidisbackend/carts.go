@@ -16,12 +16,14 @@ import (
 // session's (see state.go).
 //
 // KEYS: the session's. ARGV: sessionArgs, item, count or increment, "set"
-// or "add", the most lines, the largest count. Answers {status, count}.
+// or "add", the most lines, the largest count. Answers the line's count
+// (0 if removed) when it wrote, or {status} when it did not: a bare
+// integer costs the server less to answer than an array.
 var cartWrite = sessionScript(cartBody)
 
 const cartBody = `
-local s = sessionAt(KEYS[1], KEYS[2])
-if not s or not s.live then return {NO_SESSION} end
+local created, deadline = liveAt(KEYS[1], KEYS[2])
+if not created then return {NO_SESSION} end
 local item, count = ARGV[7], tonumber(ARGV[8])
 if ARGV[9] == 'add' then
   local old = redis.call('HGET', KEYS[3], item)
@@ -30,7 +32,7 @@ if ARGV[9] == 'add' then
 end
 if count <= 0 then
   redis.call('HDEL', KEYS[3], item)
-  return {OK, 0}
+  return 0
 end
 -- Written first, as the common case is a line the cart has; a new line
 -- that makes the cart too long is taken back (the script is one atomic
@@ -43,9 +45,9 @@ if redis.call('HSET', KEYS[3], item, count) == 1 then
   end
   -- A cart that existed has the session's TTL already: set with it, and
   -- moved with it whenever the login is rewritten (expireRest).
-  if lines == 1 then redis.call('PEXPIRE', KEYS[3], keyTTL(s.created, s.deadline)) end
+  if lines == 1 then redis.call('PEXPIRE', KEYS[3], keyTTL(created, deadline)) end
 end
-return {OK, count}
+return count
 `
 
 var (
@@ -60,19 +62,18 @@ func (s *store) writeCart(ctx context.Context, token, item string, n int, mode s
 	if err != nil {
 		return 0, 0, err
 	}
+	if count, err := msg.AsInt64(); err == nil {
+		return int(count), driver.OK, nil
+	}
 	reply, err := msg.ToArray()
 	if err != nil {
 		return 0, 0, err
 	}
 	st, err := status(reply)
-	if err != nil || st != driver.OK {
-		return 0, st, err
+	if err == nil && st == driver.OK {
+		err = errShortReply // OK comes as a bare count
 	}
-	if len(reply) < 2 {
-		return 0, 0, errShortReply
-	}
-	count, err := reply[1].AsInt64()
-	return int(count), driver.OK, err
+	return 0, st, err
 }
 
 // AddToCart implements driver.Store with one script on the session's slot.

@@ -294,6 +294,21 @@ local function joinSeen(head, n, items)
   return head .. '\n' .. string.format('%d', n) .. '\n' .. items
 end
 
+-- alive reports whether a session created at the created ms, with the
+-- given coarse deadline, is live: before the deadline it surely is (if
+-- within its lifetime); after it, its seen value (nil if it has none) must
+-- be younger than the idle timeout.
+local function alive(created, deadline, seen)
+  if NOW >= created + LIFE then return false end
+  if NOW < deadline then return true end
+  local last = created
+  if seen then
+    local _, seenMs = stampMs(string.match(seen, '^[^\n]*'))
+    last = seenMs
+  end
+  return NOW < last + IDLE
+end
+
 -- sessionAt returns the session in the given login and seen keys, or nil.
 -- It reads the seen key only if withSeen is true or the coarse deadline
 -- has passed: before it the session is surely not idle-expired (s.seen is
@@ -318,16 +333,23 @@ local function sessionAt(loginKey, seenKey, withSeen)
   if not c then return nil end -- not written by this version: no session
   if ms == '' then ms = whole end
   local s = {login = v, c = c, cstamp = cstamp, created = ms + 0, deadline = d + 0, user = u, seen = sv}
-  local last = s.created
-  if NOW >= s.deadline then
-    if not withSeen then s.seen = redis.call('GET', seenKey) end
-    if s.seen then
-      local _, seenMs = stampMs(string.match(s.seen, '^[^\n]*'))
-      last = seenMs
-    end
-  end
-  s.live = NOW < s.created + LIFE and (NOW < s.deadline or NOW < last + IDLE)
+  if NOW >= s.deadline and not withSeen then s.seen = redis.call('GET', seenKey) end
+  s.live = alive(s.created, s.deadline, s.seen)
   return s
+end
+
+-- liveAt returns the created ms and the coarse deadline of the live session
+-- in the given login and seen keys, or nil. It is sessionAt for a script
+-- that needs nothing else, without building the session's table.
+local function liveAt(loginKey, seenKey)
+  local v = redis.call('GET', loginKey)
+  if not v then return nil end
+  local whole, ms, d = string.match(v, '^(%d+)%.?%d*/?(%d*) (%-?%d+) ')
+  if not whole then return nil end
+  local created, deadline = (ms == '' and whole or ms) + 0, d + 0
+  local seen = NOW >= deadline and redis.call('GET', seenKey) or nil
+  if not alive(created, deadline, seen) then return nil end
+  return created, deadline
 end
 
 -- keyTTL is the TTL, in ms and as a string, of the keys of a session with the given

@@ -13,13 +13,13 @@ import (
 //
 // KEYS: the session's. ARGV: sessionArgs, key, value, the most values.
 var setValue = sessionScript(`
-local s = sessionAt(KEYS[1], KEYS[2])
-if not s or not s.live then return {NO_SESSION} end
+local created, deadline = liveAt(KEYS[1], KEYS[2])
+if not created then return {NO_SESSION} end
 if redis.call('HEXISTS', KEYS[4], ARGV[7]) == 0 and redis.call('HLEN', KEYS[4]) >= tonumber(ARGV[9]) then
   return {FULL}
 end
 redis.call('HSET', KEYS[4], ARGV[7], ARGV[8])
-redis.call('PEXPIRE', KEYS[4], keyTTL(s.created, s.deadline))
+redis.call('PEXPIRE', KEYS[4], keyTTL(created, deadline))
 return {OK}
 `)
 
@@ -51,8 +51,8 @@ func (s *store) Value(ctx context.Context, token, key string) ([]byte, bool, err
 // KEYS: the session's. ARGV: sessionArgs, key. Answers {NO_SESSION} if there
 // is no live session or no value, else {OK, value}.
 var popValue = sessionScript(`
-local s = sessionAt(KEYS[1], KEYS[2])
-if not s or not s.live then return {NO_SESSION} end
+local created, deadline = liveAt(KEYS[1], KEYS[2])
+if not created then return {NO_SESSION} end
 local v = redis.call('HGET', KEYS[4], ARGV[7])
 if not v then return {NO_SESSION} end
 redis.call('HDEL', KEYS[4], ARGV[7])
