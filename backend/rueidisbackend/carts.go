@@ -24,20 +24,25 @@ var cartWrite = sessionScript(cartBody)
 const cartBody = `
 local created, deadline = liveAt(KEYS[1], KEYS[2])
 if not created then return {NO_SESSION} end
-local item, count = ARGV[7], tonumber(ARGV[8])
+local item, n = ARGV[7], tonumber(ARGV[8])
+-- Written first, as the common case is a line the cart has; a write that
+-- is refused is taken back (the script is one atomic step: no one sees it).
+local count, new = n, false
 if ARGV[9] == 'add' then
-  local old = redis.call('HGET', KEYS[3], item)
-  count = (old and tonumber(old) or 0) + count
-  if count > tonumber(ARGV[11]) then return {TOO_MANY} end
+  count = redis.call('HINCRBY', KEYS[3], item, n)
+  new = count == n -- a stored line is never 0
+  if count > tonumber(ARGV[11]) then
+    if new then redis.call('HDEL', KEYS[3], item) else redis.call('HINCRBY', KEYS[3], item, -n) end
+    return {TOO_MANY}
+  end
+elseif n > 0 then
+  new = redis.call('HSET', KEYS[3], item, n) == 1
 end
 if count <= 0 then
   redis.call('HDEL', KEYS[3], item)
   return 0
 end
--- Written first, as the common case is a line the cart has; a new line
--- that makes the cart too long is taken back (the script is one atomic
--- step: no one sees it).
-if redis.call('HSET', KEYS[3], item, count) == 1 then
+if new then
   local lines = redis.call('HLEN', KEYS[3])
   if lines > tonumber(ARGV[10]) then
     redis.call('HDEL', KEYS[3], item)
