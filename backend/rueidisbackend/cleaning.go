@@ -28,6 +28,14 @@ const cleanBatch = 1000
 // refreshed after the pass began have stamps above its start and are never
 // read, nor deleted.
 //
+// Users' indexes are left alone: an entry there whose session is gone is
+// never returned (UserSessions and LogoutUser check every session they
+// find), and goes when the user's next login comes more than a lifetime
+// after it, when LogoutUser reads it, or with the index's TTL. Settling
+// them took a script a user (one call with a key a user on a single
+// server) and the deleted sessions' logins, about a third of a pass's
+// work on the server, to free some 50 bytes a session a lifetime early.
+//
 // On a single server one script deletes and settles a round, and the
 // rounds are pipelined (see cleanOnServer). In a cluster, where sessions
 // live on different slots, each session is deleted by a script of its own
@@ -101,31 +109,26 @@ func (s *store) cleanRound(ctx context.Context, keep, limit int, start float64, 
 		}
 		settle[e.part] = append(settle[e.part], e.token, e.stamp, newStamp)
 	}
-	var gone []ended
 	for i, o := range outcome {
 		switch {
 		case o.code == cleanDeleted:
 			removed++
 			add(entries[i], "")
-			if l, ok := parseLogin(o.extra); ok && l.user != "" {
-				gone = append(gone, ended{token: tokens[i], user: l.user, cstamp: l.cstamp})
-			}
 		case o.code == cleanNoSession && stale(stamps[i], start):
 			// A stray index entry: nothing else would ever remove it, but
 			// it was no session.
 			add(entries[i], "")
-		case o.code == cleanKept && o.extra != "":
-			add(entries[i], o.extra)
+		case o.code == cleanKept && o.stamp != "":
+			add(entries[i], o.stamp)
 		}
 	}
 	if len(parts) == 0 {
 		return 0, false, nil
 	}
-	calls := make([]call, 0, len(parts)+1)
+	calls := make([]call, 0, len(parts))
 	for _, p := range parts {
 		calls = append(calls, s.scriptCall(reindex, []string{s.k.indexPart(p)}, settle[p]))
 	}
-	calls = append(calls, s.unindexEnded(gone)...)
 	return removed, true, s.send(ctx, calls)
 }
 
@@ -138,27 +141,23 @@ func stale(stamp string, start float64) bool {
 
 // cleanSessions deletes each given session whose last-seen stamp is still
 // the one the pass read from the index: a session refreshed since is kept.
-// It answers, per session, a pair: cleanDeleted and the session's login
-// (nil if it had none), cleanKept and the session's stamp, or
-// cleanNoSession and nil (whatever was left of a session is deleted).
+// It answers, per session, cleanDeleted, the session's stamp if it was
+// kept, or cleanNoSession (whatever was left of a session is deleted).
 //
 // KEYS: the keys of each session, in the order of sessionKeys.all. ARGV:
 // the stamp read for each session.
 var cleanSessions = newScript(`
-local DELETED, KEPT, NO_SESSION = 1, 0, 2
+local DELETED, NO_SESSION = 1, 2
 local out = {}
 for i = 1, #ARGV do
   local b = (i - 1) * 4
   local seen = redis.call('GET', KEYS[b + 2])
   local stamp = seen and string.match(seen, '^%S+')
   if stamp and tonumber(stamp) ~= tonumber(ARGV[i]) then
-    out[#out + 1] = KEPT
-    out[#out + 1] = stamp
+    out[i] = stamp
   else
-    local login = redis.call('GET', KEYS[b + 1])
     redis.call('DEL', KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4])
-    out[#out + 1] = stamp and DELETED or NO_SESSION
-    out[#out + 1] = stamp and login or false
+    out[i] = stamp and DELETED or NO_SESSION
   end
 end
 return out
@@ -180,17 +179,16 @@ return out
 // ARGV: the stray bound, the delete bound, 4 or 5, then the token and the
 // stamp read of each session.
 var cleanSettle = newScript(`
-local DELETED, KEPT, NO_SESSION = 1, 0, 2
+local DELETED, NO_SESSION = 1, 2
 local stray, below, stride = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local n, whole = (#ARGV - 3) / 2, stride == 4
 -- session j's keys are KEYS[b + 1] to KEYS[b + 4], b = 1 + stride * (j - 1);
 -- its index part, if the index has parts, is KEYS[b].
-local logins, seens = {}, {}
+local seens = {}
 for j = 1, n do
-  local b = 1 + stride * (j - 1)
-  logins[j], seens[j] = KEYS[b + 1], KEYS[b + 2]
+  seens[j] = KEYS[3 + stride * (j - 1)]
 end
-logins, seens = redis.call('MGET', unpack(logins)), redis.call('MGET', unpack(seens))
+seens = redis.call('MGET', unpack(seens))
 local out, dels, nd, unindexed, parts = {}, {}, 0, {}, {}
 for j = 1, n do
   local b, token, read = 1 + stride * (j - 1), ARGV[2 * j + 2], ARGV[2 * j + 3]
@@ -200,7 +198,7 @@ for j = 1, n do
   local newer = stamp and stamp ~= read and tonumber(stamp)
   if newer and newer >= below and newer ~= tonumber(read) then
     redis.call('ZADD', index, 'XX', 'GT', stamp, token)
-    out[2 * j - 1], out[2 * j] = KEPT, stamp
+    out[j] = stamp
   else
     dels[nd + 1], dels[nd + 2], dels[nd + 3], dels[nd + 4], nd = KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4], nd + 4
     if stamp or tonumber(read) < stray then
@@ -208,7 +206,7 @@ for j = 1, n do
       if not t then t = {}; unindexed[index] = t; parts[#parts + 1] = index end
       t[#t + 1] = token
     end
-    out[2 * j - 1], out[2 * j] = stamp and DELETED or NO_SESSION, stamp and logins[j] or false
+    out[j] = stamp and DELETED or NO_SESSION
   end
 end
 for i = 1, #dels, 1000 do
@@ -225,9 +223,9 @@ return out
 
 // cleanOnServer is CleanSessions on a single server. Its rounds are
 // pipelined: after the first read of the index, each round trip carries
-// the previous round's removals from users' indexes, the round's cleanSettle
-// and the next round's read, which the server runs after the deletions it
-// follows, so a pass of R rounds takes R + 1 round trips, not 3R. A read
+// the round's cleanSettle and the next round's read, which the server runs
+// after the deletions it follows, so a pass of R rounds takes R + 1 round
+// trips, not 2R. A read
 // goes with deletions only once the server has run cleanSettle for this
 // store: if it did not know the script, the deletions would be sent again
 // as EVAL after the read had run, and the next round would read the
@@ -250,11 +248,9 @@ func (s *store) cleanOnServer(ctx context.Context, keep, max int, start float64,
 	first := min(max, cleanBatch)
 	entries, reach, readErr := s.oldestFrom(s.do(ctx, s.oldestCalls(keep, first, start, idleBound)...), keep, first)
 	removed := 0
-	var gone []ended // the previous round's deleted sessions that had users
-	read := false    // whether to read without settling (see below)
+	read := false // whether to read without settling (see below)
 	for {
-		calls := s.unindexEnded(gone)
-		unindexing := len(calls)
+		var calls []call
 		settling := len(entries) > 0
 		limit := 0 // the next round's, if its read goes in this round trip
 		switch {
@@ -275,19 +271,12 @@ func (s *store) cleanOnServer(ctx context.Context, keep, max int, start float64,
 			return removed, readErr
 		}
 		res := s.do(ctx, calls...)
-		for _, r := range res[:unindexing] {
-			if err := r.Error(); err != nil {
-				return removed, err
-			}
-		}
 		round := entries
-		gone, read, entries = nil, false, nil
+		read, entries = false, nil
 		progress := true
 		if settling {
-			var n int
-			var err error
-			n, gone, progress, err = s.settled(res[unindexing], round, start)
-			removed += n
+			n, p, err := s.settled(res[0], round, start)
+			removed, progress = removed+n, p
 			if err != nil {
 				return removed, err
 			}
@@ -297,7 +286,7 @@ func (s *store) cleanOnServer(ctx context.Context, keep, max int, start float64,
 		}
 		switch {
 		case progress && limit > 0:
-			// A failed read ends the pass once the users' indexes are settled.
+			// A failed read ends the pass after this round.
 			entries, reach, readErr = s.oldestFrom(res[len(res)-reading:], keep, limit)
 		case progress && removed < max:
 			// The next round was not read with this one (see above), or
@@ -339,34 +328,30 @@ func (s *store) settleCall(entries []indexEntry, reach string, start float64, id
 }
 
 // settled reads the answer of a round's cleanSettle: how many sessions it
-// removed, which of them had users (whose indexes must lose them), and
-// whether it changed anything.
-func (s *store) settled(r rueidis.RedisResult, entries []indexEntry, start float64) (removed int, gone []ended, progress bool, err error) {
+// removed, and whether it changed anything.
+func (s *store) settled(r rueidis.RedisResult, entries []indexEntry, start float64) (removed int, progress bool, err error) {
 	tokens := make([]string, len(entries))
 	for i, e := range entries {
 		tokens[i] = e.token
 	}
 	outcome, err := s.outcomes([]rueidis.RedisResult{r}, tokens)
 	if err != nil {
-		return 0, nil, false, err
+		return 0, false, err
 	}
 	for i, o := range outcome {
 		switch {
 		case o.code == cleanDeleted:
 			removed++
-			if l, ok := parseLogin(o.extra); ok && l.user != "" {
-				gone = append(gone, ended{token: tokens[i], user: l.user, cstamp: l.cstamp})
-			}
 			progress = true
 		case o.code == cleanNoSession && stale(entries[i].stamp, start), o.code == cleanKept:
 			progress = true
 		}
 	}
-	return removed, gone, progress, nil
+	return removed, progress, nil
 }
 
-// cleanSessions' answers, one a session (the script's DELETED, KEPT and
-// NO_SESSION).
+// cleanSessions' answers, one a session: the script's DELETED and
+// NO_SESSION, or the stamp of a session kept.
 const (
 	cleanKept      = 0 // refreshed since the pass read it: left alone
 	cleanDeleted   = 1 // deleted
@@ -376,7 +361,7 @@ const (
 // cleanOutcome is cleanSessions' answer for one session.
 type cleanOutcome struct {
 	code  int64
-	extra string // the login of a deleted session, the stamp of a kept one
+	stamp string // the stamp of a kept session
 }
 
 // deleteSessions runs the cleanSessions script over the sessions and returns
@@ -408,20 +393,21 @@ func (s *store) deleteSessions(ctx context.Context, tokens, stamps []string) ([]
 func (s *store) outcomes(replies []rueidis.RedisResult, tokens []string) ([]cleanOutcome, error) {
 	out := make([]cleanOutcome, 0, len(tokens))
 	for _, r := range replies {
-		pairs, err := r.ToArray()
+		answers, err := r.ToArray()
 		if err != nil {
 			return nil, err
 		}
-		for j := 0; j+1 < len(pairs); j += 2 {
-			code, err := pairs[j].AsInt64()
+		for _, a := range answers {
+			if a.IsInt64() {
+				code, _ := a.AsInt64()
+				out = append(out, cleanOutcome{code: code})
+				continue
+			}
+			stamp, err := a.ToString()
 			if err != nil {
 				return nil, err
 			}
-			extra, _, err := optString(pairs[j+1])
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, cleanOutcome{code: code, extra: extra})
+			out = append(out, cleanOutcome{code: cleanKept, stamp: stamp})
 		}
 	}
 	if len(out) != len(tokens) {

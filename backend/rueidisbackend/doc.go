@@ -96,11 +96,10 @@
 // when an item was viewed or the index moves (see below); UpdateToken sends
 // its three writes at once, as the book's update_token does. Logout of a
 // logged-in user takes two round trips, UserSessions two, LogoutUser three,
-// RenewSession three to five, and CleanSessions three a batch of 1,000
-// sessions (in a cluster, one script a session in the second; on a single
-// server a pass of several batches sends each batch's deletions with the
-// next batch's read and the previous batch's removals from users' indexes,
-// one round trip a batch). With Options.Spread above 1, SessionCount,
+// RenewSession three to five, and CleanSessions two a batch of 1,000
+// sessions on a single server, where a pass of several batches sends each
+// batch's deletions with the next batch's read, one round trip a batch
+// (three in a cluster, with one script a session in the second). With Options.Spread above 1, SessionCount,
 // TopItems and the first round trip of each CleanSessions batch send
 // commands to every part of the shared set, all in that round trip;
 // ItemRank takes two round trips (the item's own part, then the others)
@@ -188,7 +187,9 @@
 // racing a deletion keeps its entry. An entry whose session has no keys
 // (they expired by their TTLs, or a cluster write failed half way) goes
 // once it is older than a minute; a younger one may be a cluster update
-// whose session write has not landed yet.
+// whose session write has not landed yet. Cleaning leaves users' indexes
+// alone: their entries of sessions it deleted are never returned, and go
+// as described under Logout below.
 //
 // # Logout against concurrent requests
 //

@@ -2,6 +2,7 @@ package rueidisbackend_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +16,8 @@ import (
 // checks the repair the package documentation promises: the old token still
 // works with all its data, the new session is listed nowhere, and once both
 // have been idle for the idle timeout one cleaning pass leaves no key on
-// any node.
+// any node but the user's index, which her next login a lifetime later
+// prunes.
 func TestRenewSession_FailureBetweenStepsIsRepaired(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg target) {
 		clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
@@ -73,8 +75,23 @@ func TestRenewSession_FailureBetweenStepsIsRepaired(t *testing.T) {
 		if n, err := s.CleanSessions(bg, 0, 100); n != 2 || err != nil {
 			t.Errorf("CleanSessions(0, 100) = %d, %v; want 2", n, err)
 		}
+		// Alice's index still lists both, until her next login a lifetime
+		// on prunes them; nobody is listed meanwhile.
+		if keys := scanAll(t, c, prefix); len(keys) != 1 || !strings.HasSuffix(keys[0], "user:{alice}") {
+			t.Errorf("keys left after cleaning: %q; want alice's index only", keys)
+		}
+		if infos, err := s.UserSessions(bg, "alice"); len(infos) != 0 || err != nil {
+			t.Errorf("UserSessions(alice) after cleaning = %+v, %v; want none", infos, err)
+		}
+		clock.Advance(retail.DefaultLifetime)
+		if created, err := s.StartSession(bg, "later-token", "alice"); !created || err != nil {
+			t.Fatalf("StartSession(later) = %v, %v", created, err)
+		}
+		if err := s.Logout(bg, "later-token"); err != nil {
+			t.Fatal(err)
+		}
 		if keys := scanAll(t, c, prefix); len(keys) != 0 {
-			t.Errorf("keys left after cleaning: %q; want none", keys)
+			t.Errorf("keys left after alice's next login and logout: %q; want none", keys)
 		}
 	})
 }
