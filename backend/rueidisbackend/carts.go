@@ -11,17 +11,23 @@ import (
 // cartWrite sets (ARGV[9] "set") or adds to (ARGV[9] "add") the count of a
 // cart line, only while the session is live, so that a cart never outlives
 // its session. A count that ends at zero or less removes the line; a new
-// line in a cart of ARGV[10] lines is refused (FULL), and so is an addition
-// that takes the count past ARGV[11] (TOO_MANY). The cart's TTL follows the
-// session's (see state.go).
+// line in a cart of retail.MaxCartLines lines is refused (FULL), and so is
+// an addition that takes the count past retail.MaxCartCount (TOO_MANY).
+// The cart's TTL follows the session's (see state.go).
 //
-// KEYS: the session's. ARGV: sessionArgs, item, count or increment, "set"
-// or "add", the most lines, the largest count. Answers the line's count
-// (0 if removed) when it wrote, or {status} when it did not: a bare
-// integer costs the server less to answer than an array.
+// KEYS: the session's login, seen and cart keys (the first three of
+// sessionKeys.all: the script needs no more, and every string a call
+// passes costs the server). ARGV: sessionArgs, item, count or increment,
+// "set" or "add". Answers the line's count (0 if removed) when it wrote,
+// or {status} when it did not: a bare integer costs the server less to
+// answer than an array.
 var cartWrite = sessionScript(cartBody)
 
-const cartBody = `
+// cartKeys is how many of a session's keys cartWrite takes.
+const cartKeys = 3
+
+var cartBody = `
+local MAX_LINES, MAX_COUNT = ` + itoa(retail.MaxCartLines) + `, ` + itoa(retail.MaxCartCount) + `
 local created, deadline = liveAt(KEYS[1], KEYS[2])
 if not created then return {NO_SESSION} end
 local item, n = ARGV[7], tonumber(ARGV[8])
@@ -31,7 +37,7 @@ local count, new = n, false
 if ARGV[9] == 'add' then
   count = redis.call('HINCRBY', KEYS[3], item, n)
   new = count == n -- a stored line is never 0
-  if count > tonumber(ARGV[11]) then
+  if count > MAX_COUNT then
     if new then redis.call('HDEL', KEYS[3], item) else redis.call('HINCRBY', KEYS[3], item, -n) end
     return {TOO_MANY}
   end
@@ -44,7 +50,7 @@ if count <= 0 then
 end
 if new then
   local lines = redis.call('HLEN', KEYS[3])
-  if lines > tonumber(ARGV[10]) then
+  if lines > MAX_LINES then
     redis.call('HDEL', KEYS[3], item)
     return {FULL}
   end
@@ -55,15 +61,10 @@ end
 return count
 `
 
-var (
-	maxCartLines = itoa(retail.MaxCartLines)
-	maxCartCount = itoa(retail.MaxCartCount)
-)
-
 // writeCart runs cartWrite on token's session.
 func (s *store) writeCart(ctx context.Context, token, item string, n int, mode string) (int, driver.Status, error) {
-	args := s.sessionArgs(s.nowMs(), "", item, itoa(n), mode, maxCartLines, maxCartCount)
-	msg, err := s.runScript(ctx, s.batches.cart, cartWrite, s.k.session(token).all(), args)
+	args := s.sessionArgs(s.nowMs(), "", item, itoa(n), mode)
+	msg, err := s.runScript(ctx, s.batches.cart, cartWrite, s.k.session(token).all()[:cartKeys], args)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -230,7 +230,7 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 		// writeCart build them on a single server.
 		d.batches.refresh = newBatcher(d, refreshBody, refreshSession, 6, 9)
 		d.batches.update = newBatcher(d, updateBody, updateToken, 7, 10)
-		d.batches.cart = newBatcher(d, cartBody, cartWrite, 4, 11)
+		d.batches.cart = newBatcher(d, cartBody, cartWrite, cartKeys, sessionArgCount+3)
 	}
 	return &Store{Store: retail.NewStore(d), d: d}, nil
 }
