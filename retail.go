@@ -156,8 +156,10 @@ type Sessions interface {
 	// recently viewed items, cart and values; view counts are kept. A
 	// session refreshed (by RefreshSession or UpdateToken) after the pass
 	// began is never removed by that pass, even within the same
-	// millisecond, and a removed session leaves nothing behind. keep and
-	// max must not be negative.
+	// millisecond, and a removed session leaves no data behind (a backend
+	// may keep its entry in its user's index, which UserSessions and
+	// LogoutUser never act on, until the entry expires). keep and max must
+	// not be negative.
 	CleanSessions(ctx context.Context, keep, max int) (removed int, err error)
 
 	// RepairSessions mends what a failure between the steps of a call can

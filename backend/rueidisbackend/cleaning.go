@@ -35,6 +35,10 @@ const cleanBatch = 1000
 // them took a script a user (one call with a key a user on a single
 // server) and the deleted sessions' logins, about a third of a pass's
 // work on the server, to free some 50 bytes a session a lifetime early.
+// The price is paid by UserSessions and LogoutUser, which read each entry
+// they find: for a user who starts many sessions a day (a shared account,
+// a client without cookies), those calls cost in proportion to the
+// sessions started within a lifetime, not to the live ones.
 //
 // On a single server one script deletes and settles a round, and the
 // rounds are pipelined (see cleanOnServer). In a cluster, where sessions

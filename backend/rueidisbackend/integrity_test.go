@@ -25,9 +25,10 @@ import (
 // user must be in that user's index; and SessionCount must count exactly
 // the sessions whose keys exist.
 //
-// A user's index may list a token whose session is gone: a creation and a
-// deletion of the same token racing each other on a cluster, or a
-// RenewSession to a token that is being logged out, can leave one. Such
+// A user's index may list a token whose session is gone: every session
+// cleaning removes leaves one, and so can a creation and a deletion of the
+// same token racing each other on a cluster, or a RenewSession to a token
+// that is being logged out. Such
 // entries are never returned (UserSessions checks each session) and go at
 // the latest a lifetime later; the test counts them.
 //
