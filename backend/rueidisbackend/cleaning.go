@@ -30,15 +30,17 @@ const cleanBatch = 1000
 //
 // Users' indexes are left alone: an entry there whose session is gone is
 // never returned (UserSessions and LogoutUser check every session they
-// find), and goes when the user's next login comes more than a lifetime
-// after it, when LogoutUser reads it, or with the index's TTL. Settling
+// find), and goes when UserSessions or LogoutUser reads it, when the
+// user's next login comes more than a lifetime after it, or with the
+// index's TTL. Settling
 // them took a script a user (one call with a key a user on a single
 // server) and the deleted sessions' logins, about a third of a pass's
 // work on the server, to free some 50 bytes a session a lifetime early.
 // The price is paid by UserSessions and LogoutUser, which read each entry
-// they find: for a user who starts many sessions a day (a shared account,
-// a client without cookies), those calls cost in proportion to the
-// sessions started within a lifetime, not to the live ones.
+// they find, and then remove those of sessions gone: for a user who starts
+// many sessions a day (a shared account, a client without cookies), the
+// first such call after a pass costs in proportion to the sessions the
+// pass removed, not to the live ones.
 //
 // On a single server one script deletes and settles a round, and the
 // rounds are pipelined (see cleanOnServer). In a cluster, where sessions

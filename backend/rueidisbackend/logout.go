@@ -119,7 +119,14 @@ func (s *store) Logout(ctx context.Context, token string) error {
 
 // UserSessions implements driver.Store in two round trips: the user's index,
 // then the state of each session in it. Entries whose session is gone,
-// expired or now another user's are skipped.
+// expired or now another user's are skipped. Those whose session is gone
+// (cleaning leaves them, see CleanSessions) are removed in a third round
+// trip, each only if no newer session has replaced it, so that the next
+// call reads them no more; a failure there is not reported, as the answer
+// stands and the next call tries again. The others stay: another process,
+// its clock behind this one's, may still find an expired session live,
+// and a session now another user's may be switched back to this user by
+// UpdateToken, which keeps its created stamp; LogoutUser must find both.
 func (s *store) UserSessions(ctx context.Context, user string) ([]driver.SessionInfo, error) {
 	entries, err := s.userEntries(ctx, user)
 	if err != nil || len(entries) == 0 {
@@ -133,16 +140,22 @@ func (s *store) UserSessions(ctx context.Context, user string) ([]driver.Session
 	res := s.c.DoMulti(ctx, cmds...)
 	now := s.nowMs()
 	var out []driver.SessionInfo
+	var stale []string // token, created stamp pairs of entries whose session is gone
 	for i, z := range entries {
 		info, ok, err := s.infoFrom(res[2*i], res[2*i+1])
-		if err != nil {
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		if ok && info.user == user && s.live(now, info.created, info.lastSeen) {
+		case !ok:
+			stale = append(stale, z.Member, formatStamp(z.Score))
+		case info.user == user && s.live(now, info.created, info.lastSeen):
 			out = append(out, driver.SessionInfo{
 				Token: z.Member, User: user, Created: msTime(info.created), LastSeen: msTime(info.lastSeen),
 			})
 		}
+	}
+	if len(stale) > 0 {
+		_ = s.send(ctx, []call{s.unindexUserCall(user, stale)})
 	}
 	slices.SortFunc(out, func(a, b driver.SessionInfo) int {
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Token, b.Token))

@@ -3,6 +3,7 @@ package rueidisbackend_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -99,5 +100,51 @@ func TestLogout_RacingWritesLeaveNoKeys(t *testing.T) {
 				}
 			}
 		})
+	})
+}
+
+// TestUserSessions_DropsEntriesOfSessionsGone cleans two of a user's
+// sessions, which leaves their entries in her index, lets a third expire
+// without cleaning it, and keeps a fourth live. UserSessions must list the
+// live one only, and leave in her index the live and the expired ones: the
+// entries of sessions gone go, but an expired session's stays, as a
+// process whose clock lags may still find it live (and LogoutUser must
+// find it then).
+func TestUserSessions_DropsEntriesOfSessionsGone(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, tg target) {
+		clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+		s, c, prefix := newStore(t, tg, clock)
+		for _, tok := range []string{"gone-1", "gone-2", "expired"} {
+			if created, err := s.StartSession(bg, tok, "alice"); !created || err != nil {
+				t.Fatalf("StartSession(%s) = %v, %v", tok, created, err)
+			}
+			clock.Advance(time.Millisecond)
+		}
+		clock.Advance(retail.DefaultIdleTimeout)
+		if created, err := s.StartSession(bg, "live", "alice"); !created || err != nil {
+			t.Fatalf("StartSession(live) = %v, %v", created, err)
+		}
+		if n, err := s.CleanSessions(bg, 0, 2); n != 2 || err != nil {
+			t.Fatalf("CleanSessions(0, 2) = %d, %v; want 2 (the two oldest)", n, err)
+		}
+		index := userKey(prefix, "alice")
+		entries := func() []string {
+			t.Helper()
+			got, err := c.Do(bg, c.B().Zrange().Key(index).Min("0").Max("-1").Build()).AsStrSlice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		if got := entries(); len(got) != 4 {
+			t.Fatalf("alice's index after cleaning = %q; want all four sessions (cleaning leaves it alone)", got)
+		}
+		infos, err := s.UserSessions(bg, "alice")
+		if err != nil || len(infos) != 1 || infos[0].Token != "live" {
+			t.Fatalf("UserSessions(alice) = %+v, %v; want the live session only", infos, err)
+		}
+		if got, want := entries(), []string{"expired", "live"}; !slices.Equal(got, want) {
+			t.Errorf("alice's index after UserSessions = %q; want %q", got, want)
+		}
 	})
 }
