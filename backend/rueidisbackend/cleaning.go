@@ -30,17 +30,16 @@ const cleanBatch = 1000
 //
 // Users' indexes are left alone: an entry there whose session is gone is
 // never returned (UserSessions and LogoutUser check every session they
-// find), and goes when UserSessions or LogoutUser reads it, when the
-// user's next login comes more than a lifetime after it, or with the
-// index's TTL. Settling
-// them took a script a user (one call with a key a user on a single
-// server) and the deleted sessions' logins, about a third of a pass's
-// work on the server, to free some 50 bytes a session a lifetime early.
-// The price is paid by UserSessions and LogoutUser, which read each entry
-// they find, and then remove those of sessions gone: for a user who starts
-// many sessions a day (a shared account, a client without cookies), the
-// first such call after a pass costs in proportion to the sessions the
-// pass removed, not to the live ones.
+// find), and goes when UserSessions or LogoutUser reads it, when the user's
+// next login comes more than a lifetime after it, or with the index's TTL.
+// Settling them took a script a user (one call with a key a user on a single
+// server) and the deleted sessions' logins, about a third of a pass's work
+// on the server, to free some 50 bytes a session a lifetime early. The price
+// is paid by UserSessions and LogoutUser, which read each entry they find,
+// and then remove those of sessions gone: for a user who starts many
+// sessions a day (a shared account, a client without cookies), the first
+// such call after a pass costs in proportion to the sessions the pass
+// removed, not to the live ones.
 //
 // On a single server one script deletes and settles a round, and the
 // rounds are pipelined (see cleanOnServer). In a cluster, where sessions
@@ -228,15 +227,15 @@ return out
 `)
 
 // cleanOnServer is CleanSessions on a single server. Its rounds are
-// pipelined: after the first read of the index, each round trip carries
-// the round's cleanSettle and the next round's read, which the server runs
-// after the deletions it follows, so a pass of R rounds takes R + 1 round
-// trips, not 2R. A read
-// goes with deletions only once the server has run cleanSettle for this
-// store: if it did not know the script, the deletions would be sent again
-// as EVAL after the read had run, and the next round would read the
-// entries just deleted. (A server that loses its scripts later, at a
-// restart, can make that happen once, which only ends that pass early.)
+// pipelined: after the first read of the index, each round trip carries the
+// round's cleanSettle and the next round's read, which the server runs after
+// the deletions it follows, so a pass of R rounds takes R + 1 round trips,
+// not 2R. A read goes with deletions only once the server has run
+// cleanSettle for this store: if it did not know the script, the deletions
+// would be sent again as EVAL after the read had run, and the next round
+// would read the entries just deleted. (A server that loses its scripts
+// later, at a restart, can make that happen once, which only ends that pass
+// early.)
 //
 // A round deletes, beside the sessions whose stamps are still the ones
 // read, those whose stamps lie below the later of the idle bound (they are
