@@ -83,49 +83,25 @@ func (s *store) addUserCall(user, token, cstamp string) call {
 	return s.scriptCall(addUser, []string{s.k.user(user)}, s.sessionArgs(s.nowMs(), "", token, cstamp))
 }
 
-// unindexUsers removes, from each user's index, each token whose entry
-// still holds the given created stamp, so that an entry written since, by
-// a session created again under the token, stays.
+// unindexUser removes, from a user's index, each token whose entry still
+// holds the given created stamp, so that an entry written since, by a
+// session created again under the token, stays.
 //
-// KEYS: users' indexes. ARGV: for each, the number of pairs, then token,
-// created stamp pairs.
-var unindexUsers = newScript(`
-local i = 1
-for k = 1, #KEYS do
-  local last = i + 2 * tonumber(ARGV[i])
-  for j = i + 1, last, 2 do
-    local c = redis.call('ZSCORE', KEYS[k], ARGV[j])
-    if c and tonumber(c) == tonumber(ARGV[j + 1]) then
-      redis.call('ZREM', KEYS[k], ARGV[j])
-    end
+// KEYS: the user's index. ARGV: token, created stamp pairs.
+var unindexUser = newScript(`
+for i = 1, #ARGV, 2 do
+  local c = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if c and tonumber(c) == tonumber(ARGV[i + 1]) then
+    redis.call('ZREM', KEYS[1], ARGV[i])
   end
-  i = last + 1
 end
 return 1
 `)
 
+// unindexUserCall is the unindexUser call for user's index and the given
+// token, created stamp pairs.
 func (s *store) unindexUserCall(user string, pairs []string) call {
-	return s.scriptCall(unindexUsers, []string{s.k.user(user)}, append([]string{itoa(len(pairs) / 2)}, pairs...))
-}
-
-// unindexUsersCalls returns the calls that remove the given token, created
-// stamp pairs from each user's index: one on a single server, one a user
-// in a cluster, where each index has a slot of its own.
-func (s *store) unindexUsersCalls(users []string, pairs map[string][]string) []call {
-	if s.cluster || len(users) <= 1 {
-		calls := make([]call, len(users))
-		for i, u := range users {
-			calls[i] = s.unindexUserCall(u, pairs[u])
-		}
-		return calls
-	}
-	keys := make([]string, len(users))
-	var args []string
-	for i, u := range users {
-		keys[i] = s.k.user(u)
-		args = append(append(args, itoa(len(pairs[u])/2)), pairs[u]...)
-	}
-	return []call{s.scriptCall(unindexUsers, keys, args)}
+	return s.scriptCall(unindexUser, []string{s.k.user(user)}, pairs)
 }
 
 // send sends calls in one round trip and returns the first error.

@@ -80,27 +80,22 @@ func endReply(token string, r rueidis.RedisResult) (e ended, ok bool, err error)
 
 // unindexEnded returns the calls that remove deleted sessions from the
 // indexes: from the session index in a cluster (on a single server
-// endSession did it), and from their users' indexes.
+// endSession did it), and each from its user's index.
 func (s *store) unindexEnded(gone []ended) []call {
 	var pairs []string
-	byUser := map[string][]string{}
-	var users []string
+	var users []call
 	for _, e := range gone {
 		if s.cluster && e.seen != "" {
 			pairs = append(pairs, e.token, stampOf(e.seen))
 		}
 		if e.user != "" {
-			if _, ok := byUser[e.user]; !ok {
-				users = append(users, e.user)
-			}
-			byUser[e.user] = append(byUser[e.user], e.token, e.cstamp)
+			users = append(users, s.unindexUserCall(e.user, []string{e.token, e.cstamp}))
 		}
 	}
-	var calls []call
-	if len(pairs) > 0 {
-		calls = append(calls, s.unindexCalls(pairs)...)
+	if len(pairs) == 0 {
+		return users
 	}
-	return append(calls, s.unindexUsersCalls(users, byUser)...)
+	return append(s.unindexCalls(pairs), users...)
 }
 
 // Logout implements driver.Store: a script deletes the session's keys (and,
