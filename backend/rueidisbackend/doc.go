@@ -285,9 +285,9 @@
 // user's index misses, at the session's own stamps, and removes each index
 // entry that has had no session for a minute (an update in flight writes its
 // entry a moment before its session, so a younger one is left alone).
-// Entries of users' indexes whose session is gone are left to the lifetime
-// pruning of those indexes: they are never returned. The
-// retail.SessionCleaner runs it every RepairEvery (10 minutes by default, one
+// Entries of users' indexes whose session is gone are never returned, and
+// go when UserSessions or LogoutUser reads them, or with the lifetime
+// pruning of those indexes. The retail.SessionCleaner runs it every RepairEvery (10 minutes by default, one
 // cleaner at a time, a failed repair retried a minute later), so a session
 // stays unindexed for about that long at most after a failover; UpdateToken
 // re-indexes its session at once. A repair scans every key of every master
@@ -304,6 +304,14 @@
 // and 19 to 307 sessions missing from their user's index, most of them from calls that
 // failed between their steps rather than from writes the replica missed.
 // After one repair, a scan of every master finds none.
+//
+// Every guarantee here assumes that the Store's commands reach the masters.
+// A client whose ClientOption.SendToReplicas sends some of them (its read-only
+// commands) to replicas reads values up to the replication lag old: a login
+// just logged out may still be found, a write just made may not be, and
+// UserSessions may take a session just created for one that is gone and
+// drop it from its user's index, where LogoutUser would then miss it. Give
+// the Store a client that sends its commands to the masters.
 //
 // # Hot keys, and how far a cluster scales
 //
