@@ -41,37 +41,136 @@ func benchFactory(tg target, cacheTTL time.Duration) conformance.Factory {
 // way the shop makes them (StartSession, a RefreshSession viewing an item,
 // one cart line), as guests and as logged-in users, and in the book's key
 // layout, and reports the growth of the server's used_memory per session
-// for each.
+// for each. It then takes the guests' and the book's sessions apart, part
+// by part, and reports what each part held: for the guests, the keys'
+// TTLs, then the login, seen and cart keys and the session index; for the
+// book, the login hash field, the recent entry, the viewed sorted set and
+// the cart. A hash table's bucket array goes with the part whose removal
+// empties the table: the keyspace's with the last kind of key removed, the
+// TTL table's with the TTLs. What no part frees (the shared view counts) is
+// reported as other.
 func BenchmarkMemoryPerSession(b *testing.B) {
 	if server == nil {
 		unavailable(b, "Redis server", serverErr)
 	}
 	const sessions = 100_000
 	measureOnce.Do(func() {
-		c := newClient(b, rueidis.ClientOption{InitAddress: []string{server.Addr()}, ForceSingleClient: true})
 		perSession = map[string]float64{}
-		for _, v := range []struct {
+		for db, v := range []struct {
 			name string
 			user func(i int) string
 		}{
 			{"guest", func(int) string { return "" }},
 			{"user", func(i int) string { return fmt.Sprintf("user-%d", i) }},
 		} {
-			s := mustNew(b, c, rueidisbackend.Options{Prefix: uniquePrefix()})
+			c := layoutClient(b, 13+db)
+			prefix := uniquePrefix()
+			s := mustNew(b, c, rueidisbackend.Options{Prefix: prefix})
 			perSession[v.name] = usedMemoryDelta(b, c, func() {
 				parallelDo(sessions, func(i int) error { return shopSession(s, i, v.user(i)) })
 			}) / sessions
+			if v.name == "guest" {
+				takeApart(b, c, "guest", perSession["guest"], sessions, []memoryPart{
+					part("ttl", func(i int) rueidis.Completed { return c.B().Persist().Key(sessionKey(prefix, "login", i)).Build() },
+						func(i int) rueidis.Completed { return c.B().Persist().Key(sessionKey(prefix, "seen", i)).Build() },
+						func(i int) rueidis.Completed { return c.B().Persist().Key(sessionKey(prefix, "cart", i)).Build() }),
+					part("login", func(i int) rueidis.Completed { return c.B().Del().Key(sessionKey(prefix, "login", i)).Build() }),
+					part("seen", func(i int) rueidis.Completed { return c.B().Del().Key(sessionKey(prefix, "seen", i)).Build() }),
+					part("cart", func(i int) rueidis.Completed { return c.B().Del().Key(sessionKey(prefix, "cart", i)).Build() }),
+					part("index", func(i int) rueidis.Completed {
+						return c.B().Zrem().Key(prefix + "{sessions}:seen").Member(benchToken(i)).Build()
+					}),
+				})
+			}
 		}
+		c := layoutClient(b, 15)
 		prefix := uniquePrefix()
 		perSession["book"] = usedMemoryDelta(b, c, func() {
 			parallelDo(sessions, func(i int) error { return bookUpdateToken(c, prefix, i) })
 		}) / sessions
+		takeApart(b, c, "book", perSession["book"], sessions, []memoryPart{
+			part("login", func(i int) rueidis.Completed { return c.B().Hdel().Key(prefix + "login:").Field(benchToken(i)).Build() }),
+			part("recent", func(i int) rueidis.Completed {
+				return c.B().Zrem().Key(prefix + "recent:").Member(benchToken(i)).Build()
+			}),
+			part("viewed", func(i int) rueidis.Completed { return c.B().Del().Key(prefix + "viewed:" + benchToken(i)).Build() }),
+			part("cart", func(i int) rueidis.Completed { return c.B().Del().Key(prefix + "cart:" + benchToken(i)).Build() }),
+		})
 	})
 	for range b.N {
 	}
-	b.ReportMetric(perSession["guest"], "guest-bytes/session")
-	b.ReportMetric(perSession["user"], "user-bytes/session")
-	b.ReportMetric(perSession["book"], "book-bytes/session")
+	for _, name := range []string{"guest", "user", "book"} {
+		b.ReportMetric(perSession[name], name+"-bytes/session")
+	}
+	for _, name := range memoryParts {
+		b.ReportMetric(perSession[name], name+"-bytes/session")
+	}
+}
+
+// layoutClient returns a client of the test server's database db, emptied
+// first: each layout is measured in a database of its own, so that it pays
+// for its own hash tables' growth, whatever was measured before it.
+func layoutClient(b *testing.B, db int) rueidis.Client {
+	c := newClient(b, rueidis.ClientOption{InitAddress: []string{server.Addr()}, ForceSingleClient: true, SelectDB: db})
+	if err := c.Do(bg, c.B().Flushdb().Build()).Error(); err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// sessionKey is the key of one kind of benchmark session i in the Store's
+// layout (see the package doc).
+func sessionKey(prefix, kind string, i int) string {
+	return prefix + kind + ":{" + benchToken(i) + "}"
+}
+
+// memoryPart is one part of the sessions that takeApart measures: the
+// commands that remove it from session i (or, for TTLs, strip it).
+type memoryPart struct {
+	name string
+	cmds []func(i int) rueidis.Completed
+}
+
+func part(name string, cmds ...func(i int) rueidis.Completed) memoryPart {
+	return memoryPart{name, cmds}
+}
+
+// memoryParts lists the parts' metric names in the order takeApart measured
+// them.
+var memoryParts []string
+
+// takeApart removes the parts of the sessions of a layout in turn, noting
+// the memory each freed per session as perSession[layout-part], and what
+// none freed of the layout's total as perSession[layout-other].
+func takeApart(b *testing.B, c rueidis.Client, layout string, total float64, sessions int, parts []memoryPart) {
+	other := total
+	for _, p := range parts {
+		name := layout + "-" + p.name
+		perSession[name] = -usedMemoryDelta(b, c, func() {
+			for from := 0; from < sessions; from += 1000 {
+				var cmds rueidis.Commands
+				for i := from; i < min(from+1000, sessions); i++ {
+					for _, cmd := range p.cmds {
+						cmds = append(cmds, cmd(i))
+					}
+				}
+				for _, r := range c.DoMulti(bg, cmds...) {
+					if err := r.Error(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			// Redis shrinks a hash table that deletions left nearly empty
+			// in its cron, ten times a second: let it, so that the
+			// table's bucket array is credited to the part whose removal
+			// emptied it, not to whichever comes next.
+			time.Sleep(300 * time.Millisecond)
+		}) / float64(sessions)
+		other -= perSession[name]
+		memoryParts = append(memoryParts, name)
+	}
+	perSession[layout+"-other"] = other
+	memoryParts = append(memoryParts, layout+"-other")
 }
 
 // shopSession makes session i as the shop does.
