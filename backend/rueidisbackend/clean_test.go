@@ -2,6 +2,8 @@ package rueidisbackend_test
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +117,102 @@ func TestCleanSessions_RoundTrips(t *testing.T) {
 						}
 					}
 				})
+			}
+		})
+	}
+}
+
+// TestCleanSettle_DeletesBelowTheBoundKeepsTheRest runs a round's script on
+// a single server directly (the round reads no stamps from the index):
+// with nothing to take but expired sessions it keeps live ones, moving up
+// the entry that lags and leaving the others (which is no progress); with
+// a reach it deletes every session at or below it, removes old strays and
+// leaves young ones.
+func TestCleanSettle_DeletesBelowTheBoundKeepsTheRest(t *testing.T) {
+	for _, tg := range targets[:2] { // the single-server targets
+		t.Run(tg.name, func(t *testing.T) {
+			clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+			s, c, prefix := newStore(t, tg, clock)
+			index := indexParts(prefix, 1)[0]
+			for _, tok := range []string{"a", "b", "c"} {
+				if ok, err := s.StartSession(bg, tok, ""); !ok || err != nil {
+					t.Fatalf("StartSession(%s) = %v, %v", tok, ok, err)
+				}
+			}
+			clock.Advance(time.Second)
+			if _, ok, err := s.RefreshSession(bg, "b", ""); !ok || err != nil {
+				t.Fatalf("RefreshSession(b) = %v, %v", ok, err)
+			}
+			stamp := func(tok string) string {
+				t.Helper()
+				v, err := c.Do(bg, c.B().Get().Key(prefix+"seen:{"+tok+"}").Build()).ToString()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return strings.Fields(v)[0]
+			}
+			entry := func(tok string) string {
+				t.Helper()
+				v, err := c.Do(bg, c.B().Zscore().Key(index).Member(tok).Build()).ToString()
+				if err != nil && !rueidis.IsRedisNil(err) {
+					t.Fatal(err)
+				}
+				return v
+			}
+			score := func(v string) float64 {
+				t.Helper()
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return f
+			}
+			if score(entry("b")) >= score(stamp("b")) {
+				t.Fatalf("b's entry %s does not lag behind its stamp %s: the test needs it to", entry("b"), stamp("b"))
+			}
+
+			// Only expired sessions may go: all three are live.
+			got, err := rueidisbackend.Settle(s, []string{"a", "b", "c"}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []any{int64(rueidisbackend.CleanLeft), stamp("b"), int64(rueidisbackend.CleanLeft)}
+			if !slices.Equal(got, want) {
+				t.Errorf("Settle(a, b, c; no reach) = %v, want %v", got, want)
+			}
+			if score(entry("b")) != score(stamp("b")) {
+				t.Errorf("b's entry = %s, want its stamp %s", entry("b"), stamp("b"))
+			}
+
+			// A reach at a's stamp takes a, not c, whose stamp lies above.
+			if got, err := rueidisbackend.Settle(s, []string{"a", "c"}, stamp("a")); err != nil ||
+				!slices.Equal(got, []any{int64(rueidisbackend.CleanDeleted), int64(rueidisbackend.CleanLeft)}) {
+				t.Errorf("Settle(a, c; reach a's stamp) = %v, %v; want [deleted, left]", got, err)
+			}
+
+			// Strays: one a minute and more old, one young; "gone" has
+			// neither keys nor an entry.
+			now := float64(clock.Now().UnixMilli())
+			for tok, at := range map[string]float64{"old": now - 2*60*1000, "young": now} {
+				if err := c.Do(bg, c.B().Zadd().Key(index).ScoreMember().ScoreMember(at, tok).Build()).Error(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err = rueidisbackend.Settle(s, []string{"b", "c", "old", "young", "gone"}, "+inf")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = []any{int64(rueidisbackend.CleanDeleted), int64(rueidisbackend.CleanDeleted),
+				int64(rueidisbackend.CleanNoSession), int64(rueidisbackend.CleanYoung), int64(rueidisbackend.CleanNoSession)}
+			if !slices.Equal(got, want) {
+				t.Errorf("Settle(b, c, strays; reach +inf) = %v, want %v", got, want)
+			}
+			left, err := c.Do(bg, c.B().Zrange().Key(index).Min("0").Max("-1").Build()).AsStrSlice()
+			if err != nil || !slices.Equal(left, []string{"young"}) {
+				t.Errorf("index after the rounds = %q, %v; want only the young stray", left, err)
+			}
+			if n, err := s.SessionCount(bg); err != nil || n != 1 {
+				t.Errorf("SessionCount = %d, %v; want 1 (the young stray's entry)", n, err)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -18,7 +19,10 @@ const cleanBatch = 1000
 // beyond the newest keep, whichever is more; from every part of the index
 // if Options.Spread splits it, merged so that the parts give the entries
 // one index would), deletes every session whose stamp is still the one
-// read, then settles the index, each entry in the part it was read from:
+// read (on a single server with an index of one part, which reads no
+// stamps: every session whose stamp is idle-expired or not above the
+// newest entry the pass takes, see cleanSettle), then settles the index,
+// each entry in the part it was read from:
 // entries of deleted sessions and old strays go, and entries that lag
 // behind their session's stamp (a refresh moves the index only now and
 // then, see refreshSession) are moved up to it, so that a later round reads
@@ -169,24 +173,33 @@ return out
 `)
 
 // cleanSettle is cleanSessions and reindex in one step, for a single server,
-// where a script may write the sessions and the index together. Each
-// session read is deleted with its index entry if its stamp is still the
-// one read, or if its stamp, though newer than the entry (a refresh moves
-// the index only now and then, see refreshSession), lies below ARGV[2]
-// (see cleanOnServer): such a session is one the pass removes anyway. The
-// entry of any other session, refreshed since, is moved up to its stamp;
-// an entry without a session is removed if its stamp is below ARGV[1] (see
-// stale). It answers as cleanSessions.
+// where a script may write the sessions and the index together. It needs
+// no stamps read from the index (so the read asks for none, and the server
+// formats no scores): each session read is deleted with its index entry if
+// its stamp lies below ARGV[2] (or at it, if ARGV[3] is "1"), whatever its
+// entry says. That bound is the later of the idle bound, below which
+// sessions are expired, and the reach, at or below which they are taken
+// (see cleanOnServer): a session below it is one the pass removes, as its
+// entry lags behind its stamp, never ahead. The entry of any other
+// session, refreshed since the pass read it or beyond what the pass takes,
+// is moved up to its stamp. The leftovers of an entry without a session
+// are deleted, and the entry too if its stamp is below ARGV[1] (see stale;
+// the stamp is read for that, which is rare).
 //
-// KEYS: with ARGV[3] = 4 (an index of one part), the index, then the keys
-// of each session in the order of sessionKeys.all; with ARGV[3] = 5, for
+// KEYS: with ARGV[4] = 4 (an index of one part), the index, then the keys
+// of each session in the order of sessionKeys.all; with ARGV[4] = 5, for
 // each session the index part its entry was read from, then its keys.
-// ARGV: the stray bound, the delete bound, 4 or 5, then the token and the
-// stamp read of each session.
+// ARGV: the stray bound, the delete bound, "1" if that is the reach, 4 or
+// 5, then the token of each session. It answers, per session, cleanDeleted;
+// the stamp its entry was moved up to; cleanLeft (a session kept whose
+// entry was at its stamp already); cleanNoSession (no session: its entry
+// removed, or gone already); or cleanYoung (no session, and its entry
+// left: too young to be a stray).
 var cleanSettle = newScript(`
-local DELETED, NO_SESSION = 1, 2
-local stray, below, stride = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local n, whole = (#ARGV - 3) / 2, stride == 4
+local DELETED, NO_SESSION, LEFT, YOUNG = ` + strings.Join([]string{
+	itoa(cleanDeleted), itoa(cleanNoSession), itoa(cleanLeft), itoa(cleanYoung)}, ", ") + `
+local stray, bound, at, stride = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
+local n, whole = #ARGV - 4, stride == 4
 -- session j's keys are KEYS[b + 1] to KEYS[b + 4], b = 1 + stride * (j - 1);
 -- its index part, if the index has parts, is KEYS[b].
 local seens = {}
@@ -196,31 +209,36 @@ end
 seens = redis.call('MGET', unpack(seens))
 local out, dels, nd, unindexed, parts = {}, {}, 0, {}, {}
 for j = 1, n do
-  local b, token, read = 1 + stride * (j - 1), ARGV[2 * j + 2], ARGV[2 * j + 3]
+  local b, token = 1 + stride * (j - 1), ARGV[4 + j]
   local index = whole and KEYS[1] or KEYS[b]
   local stamp = seens[j] and string.match(seens[j], '^%S+')
-  -- Compared as strings first: most stamps read back as they were written.
-  local newer = stamp and stamp ~= read and tonumber(stamp)
-  if newer and newer >= below and newer ~= tonumber(read) then
-    redis.call('ZADD', index, 'XX', 'GT', stamp, token)
-    out[j] = stamp
+  local t = stamp and tonumber(stamp)
+  if t and (t > bound or t == bound and not at) then
+    local moved = redis.call('ZADD', index, 'XX', 'GT', 'CH', stamp, token)
+    out[j] = moved == 1 and stamp or LEFT
   else
     dels[nd + 1], dels[nd + 2], dels[nd + 3], dels[nd + 4], nd = KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4], nd + 4
-    if stamp or tonumber(read) < stray then
-      local t = unindexed[index]
-      if not t then t = {}; unindexed[index] = t; parts[#parts + 1] = index end
-      t[#t + 1] = token
+    local unindex = stamp ~= nil
+    out[j] = DELETED
+    if not stamp then
+      local read = redis.call('ZSCORE', index, token)
+      unindex = read and tonumber(read) < stray
+      out[j] = (unindex or not read) and NO_SESSION or YOUNG
     end
-    out[j] = stamp and DELETED or NO_SESSION
+    if unindex then
+      local u = unindexed[index]
+      if not u then u = {}; unindexed[index] = u; parts[#parts + 1] = index end
+      u[#u + 1] = token
+    end
   end
 end
 for i = 1, #dels, 1000 do
   redis.call('DEL', unpack(dels, i, math.min(i + 999, #dels)))
 end
 for _, index in ipairs(parts) do
-  local t = unindexed[index]
-  for i = 1, #t, 1000 do
-    redis.call('ZREM', index, unpack(t, i, math.min(i + 999, #t)))
+  local u = unindexed[index]
+  for i = 1, #u, 1000 do
+    redis.call('ZREM', index, unpack(u, i, math.min(i + 999, #u)))
   end
 end
 return out
@@ -237,16 +255,18 @@ return out
 // later, at a restart, can make that happen once, which only ends that pass
 // early.)
 //
-// A round deletes, beside the sessions whose stamps are still the ones
-// read, those whose stamps lie below the later of the idle bound (they are
-// expired) and the reach: the stamp of the newest entry the whole pass may
-// take, as the round's read found it (capped at the pass's start). A
-// session with a stamp below the reach has an entry below it too (an entry
-// lags behind its session's stamp, never ahead), so it is one of the
-// sessions the pass takes, whatever its entry lagged behind. Only the
-// others, refreshed beyond the reach, are moved up. Without this, every
-// session refreshed since its entry was last written would be read twice:
-// once to move its entry up, once to delete it.
+// A round deletes the sessions it read whose stamps lie below the idle
+// bound (they are expired) or at or below the reach: the stamp of the
+// newest entry the whole pass may take, as the round's read found it
+// (capped at the pass's start). A session with a stamp at or below the
+// reach has an entry there too (an entry lags behind its session's stamp,
+// never ahead), so it is one of the sessions the pass takes, whatever its
+// entry lagged behind. Every entry the round read lies there too (unless
+// the index changed between the read's commands), so a session not
+// refreshed since the read is deleted, and the round needs no stamps from
+// the index. Only the others, refreshed beyond the reach, are moved up.
+// Without this, every session refreshed since its entry was last written
+// would be read twice: once to move its entry up, once to delete it.
 func (s *store) cleanOnServer(ctx context.Context, keep, max int, start float64, now int64) (int, error) {
 	idle := now - s.idle + 1 // stamps below it are idle-expired
 	idleBound := i64(idle)
@@ -280,7 +300,7 @@ func (s *store) cleanOnServer(ctx context.Context, keep, max int, start float64,
 		read, entries = false, nil
 		progress := true
 		if settling {
-			n, p, err := s.settled(res[0], round, start)
+			n, p, err := s.settled(res[0], round)
 			removed, progress = removed+n, p
 			if err != nil {
 				return removed, err
@@ -312,12 +332,12 @@ func (s *store) settleCall(entries []indexEntry, reach string, start float64, id
 	// The delete bound: the later of the idle bound and the reach, which
 	// is below the pass's start unless the pass may take every entry below
 	// it.
-	below := i64(idle)
-	if r, err := strconv.ParseFloat(reach, 64); err == nil && r > float64(idle) {
-		below = formatStamp(math.Min(r, start))
+	bound, at := i64(idle), "0"
+	if r, err := strconv.ParseFloat(reach, 64); err == nil && r >= float64(idle) {
+		bound, at = formatStamp(math.Min(r, start)), "1"
 	}
-	args := make([]string, 3, 3+2*len(entries))
-	args[0], args[1], args[2] = formatStamp(start-float64(strayGrace.Milliseconds())), below, itoa(stride)
+	args := make([]string, 4, 4+len(entries))
+	args[0], args[1], args[2], args[3] = formatStamp(start-float64(strayGrace.Milliseconds())), bound, at, itoa(stride)
 	keys := make([]string, 0, 1+stride*len(entries))
 	if stride == 4 {
 		keys = append(keys, s.k.indexPart(0))
@@ -327,14 +347,14 @@ func (s *store) settleCall(entries []indexEntry, reach string, start float64, id
 			keys = append(keys, s.k.indexPart(e.part))
 		}
 		keys = append(keys, s.k.session(e.token).all()...)
-		args = append(args, e.token, e.stamp)
+		args = append(args, e.token)
 	}
 	return s.scriptCall(cleanSettle, keys, args)
 }
 
 // settled reads the answer of a round's cleanSettle: how many sessions it
 // removed, and whether it changed anything.
-func (s *store) settled(r rueidis.RedisResult, entries []indexEntry, start float64) (removed int, progress bool, err error) {
+func (s *store) settled(r rueidis.RedisResult, entries []indexEntry) (removed int, progress bool, err error) {
 	tokens := make([]string, len(entries))
 	for i, e := range entries {
 		tokens[i] = e.token
@@ -343,12 +363,12 @@ func (s *store) settled(r rueidis.RedisResult, entries []indexEntry, start float
 	if err != nil {
 		return 0, false, err
 	}
-	for i, o := range outcome {
+	for _, o := range outcome {
 		switch {
 		case o.code == cleanDeleted:
 			removed++
 			progress = true
-		case o.code == cleanNoSession && stale(entries[i].stamp, start), o.code == cleanKept:
+		case o.code == cleanNoSession, o.code == cleanKept && o.stamp != "":
 			progress = true
 		}
 	}
@@ -361,6 +381,8 @@ const (
 	cleanKept      = 0 // refreshed since the pass read it: left alone
 	cleanDeleted   = 1 // deleted
 	cleanNoSession = 2 // no session keys: an index entry that outlived them, or an update in flight
+	cleanLeft      = 3 // cleanSettle only: a session kept whose entry was at its stamp already
+	cleanYoung     = 4 // cleanSettle only: no session keys, and an entry too young to be a stray: left
 )
 
 // cleanOutcome is cleanSessions' answer for one session.
@@ -419,7 +441,7 @@ func (s *store) outcomes(replies []rueidis.RedisResult, tokens []string) ([]clea
 		return nil, errShortReply
 	}
 	for i, o := range out {
-		if o.code != cleanKept {
+		if o.code != cleanKept && o.code != cleanLeft {
 			s.own.deleted(s.k.sessionKey(loginKind, tokens[i]))
 		}
 	}

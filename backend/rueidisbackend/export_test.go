@@ -1,5 +1,7 @@
 package rueidisbackend
 
+import "context"
+
 // SetRenewHook makes s run hook between the two steps of RenewSession (see
 // renew.go); an error it returns fails the second step, as a crash or a
 // lost connection would.
@@ -25,3 +27,36 @@ func Queued(s *Store) int {
 	}
 	return n
 }
+
+// Settle runs one round's cleanSettle on the sessions of tokens, as if a
+// pass that started now had read their entries and found reach (see
+// cleanOnServer), and returns its answer for each: cleanDeleted,
+// cleanNoSession, cleanLeft or cleanYoung as those numbers, or, for a
+// session kept whose entry was moved up, the stamp it was moved to.
+func Settle(s *Store, tokens []string, reach string) ([]any, error) {
+	start, now := s.d.nextStamp()
+	entries := make([]indexEntry, len(tokens))
+	for i, t := range tokens {
+		entries[i] = indexEntry{token: t}
+	}
+	outcome, err := s.d.outcomes(s.d.do(context.Background(), s.d.settleCall(entries, reach, start, now-s.d.idle+1)), tokens)
+	if err != nil {
+		return nil, err
+	}
+	answers := make([]any, len(outcome))
+	for i, o := range outcome {
+		answers[i] = o.code
+		if o.stamp != "" {
+			answers[i] = o.stamp
+		}
+	}
+	return answers, nil
+}
+
+// Settle's answers.
+const (
+	CleanDeleted   = cleanDeleted
+	CleanNoSession = cleanNoSession
+	CleanLeft      = cleanLeft
+	CleanYoung     = cleanYoung
+)

@@ -48,10 +48,14 @@ func (s *store) oldestCalls(keep, limit int, start float64, idleBound string) []
 	for _, key := range s.k.indexParts {
 		calls = append(calls,
 			call{cmd: s.c.B().Zcard().Key(key).Build()},
-			call{cmd: s.c.B().Zcount().Key(key).Min("-inf").Max("(" + idleBound).Build()},
-			call{cmd: s.c.B().Zrangebyscore().Key(key).Min("-inf").Max(below).Withscores().Limit(0, int64(limit)).Build()})
+			call{cmd: s.c.B().Zcount().Key(key).Min("-inf").Max("(" + idleBound).Build()})
+		if s.tokensOnly() {
+			calls = append(calls, call{cmd: s.c.B().Zrangebyscore().Key(key).Min("-inf").Max(below).Limit(0, int64(limit)).Build()})
+		} else {
+			calls = append(calls, call{cmd: s.c.B().Zrangebyscore().Key(key).Min("-inf").Max(below).Withscores().Limit(0, int64(limit)).Build()})
+		}
 	}
-	if !s.cluster && s.k.spread == 1 {
+	if s.tokensOnly() {
 		top := itoa(-keep - 1)
 		calls = append(calls, call{cmd: s.c.B().Zrange().Key(s.k.indexPart(0)).Min(top).Max(top).Withscores().Build()})
 	}
@@ -70,11 +74,25 @@ func (s *store) oldestFrom(res []rueidis.RedisResult, keep, limit int) (entries 
 	for p := range parts {
 		n, err1 := res[3*p].AsInt64()
 		e, err2 := res[3*p+1].AsInt64()
-		zs, err3 := res[3*p+2].AsZScores()
-		if err := cmp.Or(err1, err2, err3); err != nil {
+		if err := cmp.Or(err1, err2); err != nil {
 			return nil, "", err
 		}
 		size, expired = size+n, expired+e
+		if s.tokensOnly() {
+			tokens, err := res[3*p+2].AsStrSlice()
+			if err != nil {
+				return nil, "", err
+			}
+			parts[p] = make([]indexEntry, len(tokens))
+			for i, t := range tokens {
+				parts[p][i] = indexEntry{token: t}
+			}
+			continue
+		}
+		zs, err := res[3*p+2].AsZScores()
+		if err != nil {
+			return nil, "", err
+		}
 		parts[p] = make([]indexEntry, len(zs))
 		for i, z := range zs {
 			// The stamps of the seen keys are formatted alike, so the
@@ -107,6 +125,11 @@ func (s *store) oldestFrom(res []rueidis.RedisResult, keep, limit int) (entries 
 	}
 	return entries, reach, nil
 }
+
+// tokensOnly reports whether a pass reads the index's tokens without their
+// stamps: on a single server with an index of one part, where cleanSettle
+// needs no stamps and no parts are merged, so the server formats no scores.
+func (s *store) tokensOnly() bool { return !s.cluster && s.k.spread == 1 }
 
 // mergeOldest merges the oldest entries of the index parts into the first
 // n of the order one sorted set would give: by stamp, then token.
