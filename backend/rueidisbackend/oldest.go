@@ -14,9 +14,10 @@ import (
 // indexEntry is an entry of the session index as a pass read it, with the
 // part it was read from, where the pass settles it.
 type indexEntry struct {
-	token, stamp string // the stamp as the index holds it, for the scripts to compare
-	score        float64
-	part         int
+	token string
+	stamp string // as the index holds it, for the scripts to compare ("" if read without, see tokensOnly)
+	score float64
+	part  int
 }
 
 // oldest returns the entries a round of a pass works on, oldest first
@@ -30,12 +31,13 @@ func (s *store) oldest(ctx context.Context, keep, limit int, start float64, idle
 // oldestCalls are the plain commands that read a round of a pass, all sent
 // in one round trip: for each part of the index, its size, its number of
 // idle-expired entries (stamps below idleBound) and its oldest entries
-// below the pass's start, at most limit. The round takes as many entries
-// as are idle-expired, or lie beyond the newest keep, whichever is more,
-// and at most limit (see oldestFrom). On a single server with an index of
-// one part, a last command reads the newest entry the pass may take by
-// the count, the reach (see cleanOnServer), which is the keep+1-th from
-// the top whatever the index's size.
+// below the pass's start, at most limit, with their stamps unless
+// tokensOnly. The round takes as many entries as are idle-expired, or lie
+// beyond the newest keep, whichever is more, and at most limit (see
+// oldestFrom). On a single server with an index of one part, a last
+// command reads the newest entry the pass may take by the count, the reach
+// (see cleanOnServer), which is the keep+1-th from the top whatever the
+// index's size.
 //
 // The commands may see the index at slightly different moments (and in a
 // cluster the parts live on different nodes); as the pass reads the
