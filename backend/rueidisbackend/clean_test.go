@@ -217,3 +217,66 @@ func TestCleanSettle_DeletesBelowTheBoundKeepsTheRest(t *testing.T) {
 		})
 	}
 }
+
+// TestCleanSessions_KeepsLiveSessionsWhoseEntriesLookExpired: with keep > 0
+// and every index entry below the idle bound, a pass may remove only the
+// sessions that are truly expired. An entry lags behind its session's
+// stamp (a refresh moves it only when it rewrites the login), so a session
+// refreshed since can look expired in the index while it is live.
+func TestCleanSessions_KeepsLiveSessionsWhoseEntriesLookExpired(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, tg target) {
+		clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+		s, _, _ := newStoreWith(t, tg, rueidisbackend.Options{Clock: clock, IdleTimeout: 30 * time.Minute})
+		for _, tok := range []string{"live", "idle"} {
+			if ok, err := s.StartSession(bg, tok, ""); !ok || err != nil {
+				t.Fatalf("StartSession(%s) = %v, %v", tok, ok, err)
+			}
+		}
+		clock.Advance(14 * time.Minute) // the login's deadline is still more than half an idle timeout away
+		if _, ok, err := s.RefreshSession(bg, "live", ""); !ok || err != nil {
+			t.Fatalf("RefreshSession(live) = %v, %v", ok, err)
+		}
+		clock.Advance(17 * time.Minute) // both entries look expired; "live" was seen 17 minutes ago
+		if n, err := s.CleanSessions(bg, 10, 100); n != 1 || err != nil {
+			t.Errorf("CleanSessions(10, 100) = %d, %v; want 1, nil (the idle session only)", n, err)
+		}
+		if _, ok, err := s.CheckToken(bg, "live"); !ok || err != nil {
+			t.Errorf("CheckToken(live) after cleaning = %v, %v; want a live session", ok, err)
+		}
+		if _, ok, err := s.CheckToken(bg, "idle"); ok || err != nil {
+			t.Errorf("CheckToken(idle) after cleaning = %v, %v; want no session", ok, err)
+		}
+	})
+}
+
+// TestCleanSettle_KeepsASessionRefreshedAsThePassBegins: another process
+// whose clock agrees with the cleaner's refreshes a session in the very
+// millisecond the pass starts, so its stamp equals the pass's start; a
+// pass that may take every entry (below its start) must keep it.
+func TestCleanSettle_KeepsASessionRefreshedAsThePassBegins(t *testing.T) {
+	for _, tg := range targets[:2] { // the single-server targets
+		t.Run(tg.name, func(t *testing.T) {
+			clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+			cleaner, c, prefix := newStore(t, tg, clock)
+			other := mustNew(t, c, rueidisbackend.Options{Prefix: prefix, Clock: clock})
+			if ok, err := other.StartSession(bg, "x", ""); !ok || err != nil {
+				t.Fatalf("StartSession(x) = %v, %v", ok, err)
+			}
+			clock.Advance(time.Second)
+			if _, ok, err := other.RefreshSession(bg, "x", ""); !ok || err != nil {
+				t.Fatalf("RefreshSession(x) = %v, %v", ok, err)
+			}
+			got, err := rueidisbackend.Settle(cleaner, []string{"x"}, "+inf")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := strconv.FormatInt(clock.Now().UnixMilli(), 10) // its entry, a second behind, moved up
+			if !slices.Equal(got, []any{want}) {
+				t.Errorf("Settle(x; reach +inf) = %v, want [%s]", got, want)
+			}
+			if _, ok, err := cleaner.CheckToken(bg, "x"); !ok || err != nil {
+				t.Errorf("CheckToken(x) = %v, %v; want a live session", ok, err)
+			}
+		})
+	}
+}

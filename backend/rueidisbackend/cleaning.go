@@ -2,7 +2,6 @@ package rueidisbackend
 
 import (
 	"context"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -331,10 +330,16 @@ func (s *store) settleCall(entries []indexEntry, reach string, start float64, id
 	}
 	// The delete bound: the later of the idle bound and the reach, which
 	// is below the pass's start unless the pass may take every entry below
-	// it.
+	// it. Sessions at the reach go, as their entries are at or below it;
+	// those at the idle bound or at the start stay: they are live, or were
+	// refreshed as the pass began (by a process whose clock agrees with
+	// this one's), and every entry read lies below the start.
 	bound, at := i64(idle), "0"
 	if r, err := strconv.ParseFloat(reach, 64); err == nil && r >= float64(idle) {
-		bound, at = formatStamp(math.Min(r, start)), "1"
+		bound, at = formatStamp(r), "1"
+		if r >= start {
+			bound, at = formatStamp(start), "0"
+		}
 	}
 	args := make([]string, 4, 4+len(entries))
 	args[0], args[1], args[2], args[3] = formatStamp(start-float64(strayGrace.Milliseconds())), bound, at, itoa(stride)

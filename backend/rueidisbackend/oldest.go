@@ -68,7 +68,8 @@ func (s *store) oldestCalls(keep, limit int, start float64, idleBound string) []
 // oldestCalls, oldest first (merged from the parts in the order one index
 // would give), and their reach: for an index of one part on a single
 // server, the stamp of the newest entry the pass may take by the count
-// (+inf if it may take every one, "" if it takes only idle-expired ones);
+// (+inf if keep is 0 and it may take every one, "" if it takes only
+// idle-expired ones);
 // otherwise the stamp of the newest entry read.
 func (s *store) oldestFrom(res []rueidis.RedisResult, keep, limit int) (entries []indexEntry, reach string, err error) {
 	var size, expired int64
@@ -114,7 +115,10 @@ func (s *store) oldestFrom(res []rueidis.RedisResult, keep, limit int) (entries 
 		return entries, entries[len(entries)-1].stamp, nil
 	}
 	switch {
-	case n >= size:
+	case keep <= 0:
+		// Every entry may go by the count. (With keep > 0, entries that
+		// only look idle-expired, as entries lag behind their sessions'
+		// stamps, may not: their sessions go only if truly expired.)
 		reach = "+inf"
 	case n == size-int64(keep):
 		zs, err := res[3].AsZScores()
