@@ -166,10 +166,13 @@
 // The book reads the oldest sessions, then deletes them; a request that
 // refreshes one in between loses it. Here each session's last-seen stamp is
 // kept on its own slot, and a session is deleted only if its stamp is still
-// the one the pass read. Stamps are the clock's milliseconds made strictly
-// increasing within a process (in steps of 1/1024 ms), so even a refresh in
-// the same millisecond is seen. A pass reads only stamps older than its
-// own start, so sessions refreshed after it began are out of its reach.
+// the one the pass read (on a single server, where the pass reads no
+// stamps: only if its stamp is idle-expired or at most the newest entry the
+// pass may take, which lies below the pass's start; see below). Stamps are
+// the clock's milliseconds made strictly increasing within a process (in
+// steps of 1/1024 ms), so even a refresh in the same millisecond is seen. A
+// pass reads only stamps older than its own start, so sessions refreshed
+// after it began are out of its reach.
 // Across processes the guarantee rests on their clocks: a refresh from a
 // process whose clock lags by more than the time between the pass's start
 // and its read of that session can still be cleaned.
@@ -180,7 +183,7 @@
 // session's stamp; a pass that reads such an entry leaves the session alone
 // and moves the entry up to the session's stamp, then reads again, so it
 // still removes sessions in the order they were last seen. On a single
-// server it deletes such a session at once if its stamp is below the
+// server it deletes such a session at once if its stamp is at most the
 // newest entry the pass may take by the count (or is idle-expired): its
 // entry is below that too, so the pass would take it anyway. The index entry
 // of a deleted session goes only if its stamp is unchanged, so an update
