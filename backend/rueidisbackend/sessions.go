@@ -12,11 +12,11 @@ import (
 // the session is surely live (its lifetime permitting) and no round trip is
 // made; past it, the exact last-seen time is read from the server.
 func (s *store) CheckToken(ctx context.Context, token string) (string, bool, error) {
-	v, ok, err := s.cachedValue(ctx, s.k.sessionKey(loginKind, token))
+	v, ok, err := s.cachedString(ctx, s.k.sessionKey(loginKind, token))
 	if !ok {
 		return "", false, err
 	}
-	l, ok := parseLogin(string(v))
+	l, ok := parseLogin(v)
 	if !ok {
 		return "", false, nil // not written by this version: no session
 	}

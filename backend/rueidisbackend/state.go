@@ -69,12 +69,12 @@ func parseLogin(v string) (l login, ok bool) {
 	c, rest, ok1 := strings.Cut(v, " ")
 	d, user, ok2 := strings.Cut(rest, " ")
 	st, ms, two := strings.Cut(c, "/")
-	stamp, err1 := strconv.ParseFloat(st, 64)
-	deadline, err2 := strconv.ParseInt(d, 10, 64)
-	if !ok1 || !ok2 || err1 != nil || err2 != nil {
+	created, ok3 := stampFloor(st)
+	deadline, err := strconv.ParseInt(d, 10, 64)
+	if !ok1 || !ok2 || !ok3 || err != nil {
 		return login{}, false
 	}
-	l = login{created: int64(math.Floor(stamp)), cstamp: st, deadline: deadline, user: user}
+	l = login{created: created, cstamp: st, deadline: deadline, user: user}
 	if two {
 		var err error
 		if l.created, err = strconv.ParseInt(ms, 10, 64); err != nil {
@@ -82,6 +82,31 @@ func parseLogin(v string) (l login, ok bool) {
 		}
 	}
 	return l, true
+}
+
+// stampFloor returns the whole milliseconds of a stamp: for one as
+// formatStamp writes it (digits, then perhaps a point and more digits),
+// its integer part, read without converting the fraction, as CheckToken
+// reads a login on every page view; for anything else, the floor of its
+// value as a float.
+func stampFloor(st string) (int64, bool) {
+	whole, frac, point := strings.Cut(st, ".")
+	if digits(whole) && (!point || digits(frac)) {
+		n, err := strconv.ParseInt(whole, 10, 64)
+		return n, err == nil
+	}
+	f, err := strconv.ParseFloat(st, 64)
+	return int64(math.Floor(f)), err == nil
+}
+
+// digits reports whether s is one or more ASCII digits.
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // parseSeen parses a seen key's value (see seenValue) into its stamp and

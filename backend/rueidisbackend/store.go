@@ -327,6 +327,19 @@ func (s *store) cachedValue(ctx context.Context, key string) (v []byte, ok bool,
 	return v, err == nil, err
 }
 
+// cachedString is cachedValue for a value read as a string, without a
+// copy: it shares memory with the cache, which never changes it.
+func (s *store) cachedString(ctx context.Context, key string) (v string, ok bool, err error) {
+	msg, err := s.cachedGet(ctx, key)
+	if rueidis.IsRedisNil(err) {
+		return "", false, nil
+	}
+	if err == nil {
+		v, err = msg.ToString()
+	}
+	return v, err == nil, err
+}
+
 // cachedGet reads key through the client-side cache, unless this process
 // wrote key and the cache may not have heard yet (see ownWrites).
 func (s *store) cachedGet(ctx context.Context, key string) (rueidis.RedisMessage, error) {

@@ -1,0 +1,38 @@
+package rueidisbackend
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+)
+
+// TestStampFloor_AgreesWithTheFloat checks stampFloor, which reads a
+// stamp's whole milliseconds without converting its fraction, against the
+// floor of the stamp parsed as a float: on stamps as nextStamp makes them
+// (a clock's ms plus steps of stampStep, across millisecond boundaries and
+// over the range of Unix ms a clock gives), and on values no version
+// writes, which take the float path.
+func TestStampFloor_AgreesWithTheFloat(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	nows := []int64{0, 1, 999, 1764080000000, 1<<41 - 1, 1 << 45}
+	for range 200 {
+		nows = append(nows, r.Int64N(1<<45))
+	}
+	check := func(st string) {
+		t.Helper()
+		f, err := strconv.ParseFloat(st, 64)
+		got, ok := stampFloor(st)
+		if ok != (err == nil) || ok && got != int64(math.Floor(f)) {
+			t.Fatalf("stampFloor(%q) = %d, %v; want %v, %v", st, got, ok, int64(math.Floor(f)), err == nil)
+		}
+	}
+	for _, now := range nows {
+		for k := range 2100 {
+			check(formatStamp(float64(now) + float64(k)*stampStep))
+		}
+	}
+	for _, st := range []string{"-5.5", "-0.0009765625", "-3", "1e3", "1.5e2", "+7", "12.", ".5", "0x10", "Inf", "", "12a", "1.2.3", "-", "."} {
+		check(st)
+	}
+}
