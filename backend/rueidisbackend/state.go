@@ -85,13 +85,14 @@ func parseLogin(v string) (l login, ok bool) {
 }
 
 // stampFloor returns the whole milliseconds of a stamp: for one as
-// formatStamp writes it (digits, then perhaps a point and more digits),
-// its integer part, read without converting the fraction, as CheckToken
-// reads a login on every page view; for anything else, the floor of its
-// value as a float.
+// formatStamp writes it (digits, then perhaps a point and more digits) with
+// at most 15 digits before the point, its integer part, read without
+// converting the fraction, as CheckToken reads a login on every page view;
+// for anything else, the floor of its value as a float. (Beyond 15 digits
+// formatStamp's digits are the float's shortest form, not its value.)
 func stampFloor(st string) (int64, bool) {
 	whole, frac, point := strings.Cut(st, ".")
-	if digits(whole) && (!point || digits(frac)) {
+	if len(whole) <= 15 && digits(whole) && (!point || digits(frac)) {
 		n, err := strconv.ParseInt(whole, 10, 64)
 		return n, err == nil
 	}

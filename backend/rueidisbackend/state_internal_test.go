@@ -10,14 +10,16 @@ import (
 // TestStampFloor_AgreesWithTheFloat checks stampFloor, which reads a
 // stamp's whole milliseconds without converting its fraction, against the
 // floor of the stamp parsed as a float: on stamps as nextStamp makes them
-// (a clock's ms plus steps of stampStep, across millisecond boundaries and
-// over the range of Unix ms a clock gives), and on values no version
-// writes, which take the float path.
+// (a clock's ms plus steps of stampStep, across millisecond boundaries),
+// from clocks anywhere a retail.ManualClock can be set (before 1970, today,
+// and far enough ahead that formatStamp prints a float's shortest form),
+// and on values no version writes.
 func TestStampFloor_AgreesWithTheFloat(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	nows := []int64{0, 1, 999, 1764080000000, 1<<41 - 1, 1 << 45}
+	nows := []int64{0, 1, 999, -1, -1000, -1764080000000, 1764080000000, 1<<41 - 1, 1 << 45,
+		1e15 - 1, 1e15, 1<<53 - 1, 1 << 53, 1 << 54, 1 << 60, math.MaxInt64}
 	for range 200 {
-		nows = append(nows, r.Int64N(1<<45))
+		nows = append(nows, r.Int64N(1<<45), r.Int64N(1<<62), -r.Int64N(1<<45))
 	}
 	check := func(st string) {
 		t.Helper()
