@@ -1,7 +1,6 @@
 package rueidisbackend
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -29,25 +28,29 @@ var errShortPage = errors.New("rueidisbackend: cached page shorter than its head
 
 // Page implements driver.Store, reading through the client-side cache.
 func (s *store) Page(ctx context.Context, key string) ([]byte, bool, error) {
-	v, ok, err := s.cachedValue(ctx, s.k.page(key))
+	v, ok, err := s.cachedString(ctx, s.k.page(key))
 	if !ok {
 		return nil, false, err
 	}
 	if len(v) < pageHeader {
 		return nil, false, errShortPage
 	}
-	h := binary.BigEndian.Uint64(v)
+	h := binary.BigEndian.Uint64([]byte(v[:pageHeader]))
 	body := v[pageHeader:]
 	if h&itemPageBit != 0 {
-		if len(body) < 2 || len(body) < 2+int(binary.BigEndian.Uint16(body)) {
+		if len(body) < 2 {
 			return nil, false, errShortPage
 		}
-		body = body[2+int(binary.BigEndian.Uint16(body)):]
+		n := 2 + int(binary.BigEndian.Uint16([]byte(body[:2])))
+		if len(body) < n {
+			return nil, false, errShortPage
+		}
+		body = body[n:]
 	}
 	if s.nowMs() >= int64(h&^itemPageBit) {
 		return nil, false, nil
 	}
-	return bytes.Clone(body), true, nil
+	return []byte(body), true, nil // the caller's copy
 }
 
 // SetPage implements driver.Store. The key's TTL is ttl plus TTLSlack of

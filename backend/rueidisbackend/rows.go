@@ -1,7 +1,6 @@
 package rueidisbackend
 
 import (
-	"bytes"
 	"context"
 	"time"
 
@@ -89,11 +88,11 @@ func (s *store) ClaimDueRows(ctx context.Context, limit int) ([]string, error) {
 
 // Row implements driver.Store, reading through the client-side cache.
 func (s *store) Row(ctx context.Context, row string) ([]byte, bool, error) {
-	data, ok, err := s.cachedValue(ctx, s.k.row(row))
+	data, ok, err := s.cachedString(ctx, s.k.row(row))
 	if !ok {
 		return nil, false, err
 	}
-	return bytes.Clone(data), true, nil
+	return []byte(data), true, nil
 }
 
 // SetRow implements driver.Store.

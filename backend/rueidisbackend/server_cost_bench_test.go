@@ -49,7 +49,7 @@ func BenchmarkServerCost(b *testing.B) {
 	for _, n := range []int{2, 6, 10, 14} {
 		b.Run(fmt.Sprintf("strings=%d", n), func(b *testing.B) {
 			c := costClient(b, 0)
-			scriptCost(b, c, "return 1", n, func(r *rand.Rand, i int) string { return fmt.Sprintf("retail:cost:{%032x}", i) })
+			scriptCost(b, c, "return 1", n, func(_ *rand.Rand, i int) string { return costKey(i) })
 		})
 	}
 	for _, keys := range []int{1_000, 1_000_000} {
@@ -131,12 +131,12 @@ func scriptCost(b *testing.B, c rueidis.Client, src string, n int, key func(r *r
 		b.Fatal(err)
 	}
 	calls := (b.N + perCall - 1) / perCall
-	var next sync.WaitGroup
+	var wg sync.WaitGroup
 	var failed error
 	var once sync.Once
 	cpu := serverCPU(b, c, func() {
 		for g := range 8 {
-			next.Go(func() {
+			wg.Go(func() {
 				r := rand.New(rand.NewPCG(uint64(g), 7))
 				for j := g; j < calls; j += 8 {
 					keys := make([]string, 0, perCall*n/2)
@@ -152,7 +152,7 @@ func scriptCost(b *testing.B, c rueidis.Client, src string, n int, key func(r *r
 				}
 			})
 		}
-		next.Wait()
+		wg.Wait()
 	})
 	if failed != nil {
 		b.Fatal(failed)

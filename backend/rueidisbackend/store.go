@@ -313,22 +313,10 @@ func msTime(ms int64) time.Time { return time.UnixMilli(ms) }
 
 var errShortReply = errors.New("rueidisbackend: unexpected reply shape")
 
-// cachedValue reads key's value through the client-side cache (see
-// cachedGet); ok is false if there is no key. The bytes may share memory
-// with the cache: callers copy what they return.
-func (s *store) cachedValue(ctx context.Context, key string) (v []byte, ok bool, err error) {
-	msg, err := s.cachedGet(ctx, key)
-	if rueidis.IsRedisNil(err) {
-		return nil, false, nil
-	}
-	if err == nil {
-		v, err = msg.AsBytes()
-	}
-	return v, err == nil, err
-}
-
-// cachedString is cachedValue for a value read as a string, without a
-// copy: it shares memory with the cache, which never changes it.
+// cachedString reads key's value through the client-side cache (see
+// cachedGet); ok is false if there is no key. The string shares memory
+// with the cache, which never changes it: a caller that returns bytes
+// copies them.
 func (s *store) cachedString(ctx context.Context, key string) (v string, ok bool, err error) {
 	msg, err := s.cachedGet(ctx, key)
 	if rueidis.IsRedisNil(err) {
