@@ -46,6 +46,7 @@ var sessionTests = []behaviour{
 	{name: "Sessions_UpdateTokenWithoutItemViewsNothing", test: testUpdateTokenWithoutItem},
 	{name: "Sessions_RecentItemsNewestFirst", test: testRecentNewestFirst},
 	{name: "Sessions_RevisitMovesItemToFront", test: testRevisitMovesToFront},
+	{name: "Sessions_RevisitAmongLookalikeItems", test: testRevisitAmongLookalikes},
 	{name: "Sessions_RecentItemsKeepsNewest25", test: testRecentKeepsNewest},
 	{name: "Sessions_RecentItemsPerSession", test: testRecentPerSession},
 	{name: "Sessions_SessionCountCountsDistinctTokens", test: testSessionCountDistinct},
@@ -116,6 +117,22 @@ func testRevisitMovesToFront(h *harness) {
 	h.update("tok-1", "alice", "item-a")
 	h.wantRecent("tok-1", "item-a", "item-c", "item-b")
 	h.wantTop(1, views("item-a", 3))
+}
+
+// testRevisitAmongLookalikes revisits items whose names hold each other
+// (as prefix, suffix, inside), so that a backend that finds an item in
+// its stored list by searching for its name must match whole names only.
+func testRevisitAmongLookalikes(h *harness) {
+	for _, item := range []string{"a-1", "a-12", "xa-1", "a-1x", "xa-1x"} {
+		h.update("tok-1", "alice", item)
+	}
+	h.update("tok-1", "alice", "a-1")
+	h.wantRecent("tok-1", "a-1", "xa-1x", "a-1x", "xa-1", "a-12")
+	h.update("tok-1", "alice", "a-12")
+	h.update("tok-1", "alice", "xa-1")
+	h.wantRecent("tok-1", "xa-1", "a-12", "a-1", "xa-1x", "a-1x")
+	h.update("tok-1", "alice", "a-")
+	h.wantRecent("tok-1", "a-", "xa-1", "a-12", "a-1", "xa-1x", "a-1x")
 }
 
 func testRecentKeepsNewest(h *harness) {

@@ -2,6 +2,7 @@ package rueidisbackend
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -28,13 +29,18 @@ const (
 
 // batcher group-commits the calls of one session script.
 type batcher struct {
-	s       *store
-	one     *script // the script, for a batch of one
-	many    *script // its batched form
-	nk, na  int     // KEYS and ARGV a call takes
-	mu      sync.Mutex
-	queue   []*pending
-	sending int // batches on their way
+	s      *store
+	one    *script // the script, for a batch of one
+	many   *script // its batched form
+	nk, na int     // KEYS and ARGV a call takes
+	// keys and args are the values every call of the Store passes at the
+	// common positions of the batched form's layout (see layout), which a
+	// batch sends once; a call that passes others is sent on its own.
+	keys, args []common
+	lay        layout
+	mu         sync.Mutex
+	queue      []*pending
+	sending    int // batches on their way
 }
 
 // pending is a call waiting for its answer.
@@ -45,14 +51,48 @@ type pending struct {
 	err        error
 }
 
-func newBatcher(s *store, body string, one *script, keys, args int) *batcher {
-	return &batcher{s: s, one: one, many: batchScript(body), nk: keys, na: args}
+// common is the value of a call's KEYS[pos] or ARGV[pos] (as a script body
+// names them) that every call of a Store passes.
+type common struct {
+	pos int
+	val string
+}
+
+func newBatcher(s *store, body string, one *script, nk, na int, keys, args []common) *batcher {
+	b := &batcher{s: s, one: one, nk: nk, na: na, keys: keys, args: args}
+	for _, c := range keys {
+		b.lay.commonKeys = append(b.lay.commonKeys, c.pos)
+	}
+	for _, c := range args {
+		b.lay.commonArgs = append(b.lay.commonArgs, c.pos)
+	}
+	b.many = batchScript(body, b.lay)
+	return b
+}
+
+// fits reports whether a call with keys and args can go in a batch: it
+// has the shape of the batcher's calls and the common values.
+func (b *batcher) fits(keys, args []string) bool {
+	if len(keys) != b.nk || len(args) != b.na {
+		return false
+	}
+	for _, c := range b.keys {
+		if keys[c.pos-1] != c.val {
+			return false
+		}
+	}
+	for _, c := range b.args {
+		if args[c.pos-1] != c.val {
+			return false
+		}
+	}
+	return true
 }
 
 // runScript runs the session script sc with keys and args and returns its
 // answer: through b, its batcher, if it has one (on a single server).
 func (s *store) runScript(ctx context.Context, b *batcher, sc *script, keys, args []string) (rueidis.RedisMessage, error) {
-	if b == nil || len(keys) != b.nk || len(args) != b.na {
+	if b == nil || !b.fits(keys, args) {
 		return s.do(ctx, s.scriptCall(sc, keys, args))[0].ToMessage()
 	}
 	return b.do(ctx, keys, args)
@@ -131,18 +171,38 @@ func (b *batcher) run(ctx context.Context, batch []*pending) ([]rueidis.RedisMes
 			latest, now = p.args, ms
 		}
 	}
-	keys := make([]string, 0, len(batch)*b.nk)
-	args := make([]string, 0, 2+sharedArgs+len(batch)*(b.na-sharedArgs))
-	args = append(args, itoa(b.nk), itoa(b.na-sharedArgs), latest[0]) // all of sessionArgs but the seen value
+	// What each call sends: its keys but the common ones, and its seen
+	// value and arguments past sessionArgs but the common ones.
+	nk, na := b.nk-len(b.keys), 1+b.na-sessionArgCount-len(b.args)
+	keys := make([]string, 0, len(b.keys)+len(batch)*nk)
+	for _, c := range b.keys {
+		keys = append(keys, c.val)
+	}
+	args := make([]string, 0, batchHead+len(b.args)+len(batch)*na)
+	args = append(args, itoa(nk), itoa(na), latest[0]) // all of sessionArgs but the seen value
 	args = append(args, latest[2:sessionArgCount]...)
+	for _, c := range b.args {
+		args = append(args, c.val)
+	}
 	for _, p := range batch {
-		keys = append(keys, p.keys...)
+		keys = appendOwn(keys, p.keys, b.lay.commonKeys, 0)
 		args = append(args, p.args[1])
-		args = append(args, p.args[1+sharedArgs:]...)
+		args = appendOwn(args, p.args, b.lay.commonArgs, sessionArgCount)
 	}
 	replies, err := b.s.do(ctx, b.s.scriptCall(b.many, keys, args))[0].ToArray()
 	if err == nil && len(replies) != len(batch) {
 		err = errShortReply
 	}
 	return replies, err
+}
+
+// appendOwn appends to dst the values of vals past the first from that are
+// at no common position (positions count from 1).
+func appendOwn(dst, vals []string, common []int, from int) []string {
+	for i := from; i < len(vals); i++ {
+		if !slices.Contains(common, i+1) {
+			dst = append(dst, vals[i])
+		}
+	}
+	return dst
 }

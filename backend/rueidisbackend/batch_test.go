@@ -16,12 +16,22 @@ import (
 // group-committed script on their way until many calls have queued behind
 // them, so that those go out as batches of many, and checks that every call
 // got its own session's answer and wrote its own session.
+// TestBatch_EachCallGetsItsOwnAnswer holds calls back until they queue up,
+// so that each script goes out in batches, and checks every call's answer
+// and effect: with the shared sets whole (a batch sends their keys once)
+// and split (each call sends its own).
 func TestBatch_EachCallGetsItsOwnAnswer(t *testing.T) {
 	if server == nil {
 		unavailable(t, "Redis server", serverErr)
 	}
+	for _, spread := range []int{1, 4} {
+		t.Run("spread="+strconv.Itoa(spread), func(t *testing.T) { testBatchAnswers(t, spread) })
+	}
+}
+
+func testBatchAnswers(t *testing.T, spread int) {
 	c := newClient(t, rueidis.ClientOption{InitAddress: []string{server.Addr()}, ForceSingleClient: true})
-	s, err := rueidisbackend.New(c, rueidisbackend.Options{Prefix: uniquePrefix()})
+	s, err := rueidisbackend.New(c, rueidisbackend.Options{Prefix: uniquePrefix(), Spread: spread})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,10 +53,14 @@ func TestBatch_EachCallGetsItsOwnAnswer(t *testing.T) {
 	token := func(i int) string { return "batch-" + strconv.Itoa(i) }
 	user := func(i int) string { return "user-" + strconv.Itoa(i) }
 
-	// UpdateToken, RefreshSession and AddToCart each fill their batcher.
+	// UpdateToken, RefreshSession, AddToCart and IncrementCart each fill
+	// their batcher.
 	phase := func(name string, call func(i int) error) {
 		t.Helper()
 		held.Store(0)
+		mu.Lock()
+		largest = 0
+		mu.Unlock()
 		var wg sync.WaitGroup
 		errs := make([]error, callers)
 		for i := range callers {
@@ -65,6 +79,11 @@ func TestBatch_EachCallGetsItsOwnAnswer(t *testing.T) {
 				t.Errorf("%s(%d) = %v", name, i, err)
 			}
 		}
+		mu.Lock()
+		if largest < 2 {
+			t.Errorf("%s: largest batch = %d calls, want several", name, largest)
+		}
+		mu.Unlock()
 	}
 	phase("UpdateToken", func(i int) error { return s.UpdateToken(bg, token(i), user(i), "item-"+strconv.Itoa(i)) })
 	phase("RefreshSession", func(i int) error {
@@ -75,20 +94,35 @@ func TestBatch_EachCallGetsItsOwnAnswer(t *testing.T) {
 		return err
 	})
 	phase("AddToCart", func(i int) error { return s.AddToCart(bg, token(i), "item-"+strconv.Itoa(i), i+1) })
+	phase("IncrementCart", func(i int) error {
+		n, err := s.IncrementCart(bg, token(i), "item-"+strconv.Itoa(i), 2)
+		if err == nil && n != i+3 {
+			t.Errorf("IncrementCart(%d) = %d; want %d", i, n, i+3)
+		}
+		return err
+	})
 
-	mu.Lock()
-	if largest < 2 {
-		t.Errorf("largest batch = %d calls, want several", largest)
-	}
-	mu.Unlock()
 	for i := range callers {
 		recent, err := s.RecentItems(bg, token(i))
 		if want := []string{"other-" + strconv.Itoa(i), "item-" + strconv.Itoa(i)}; err != nil || !cmp.Equal(recent, want) {
 			t.Errorf("RecentItems(%d) = %q, %v; want %q", i, recent, err, want)
 		}
 		cart, err := s.Cart(bg, token(i))
-		if want := map[string]int{"item-" + strconv.Itoa(i): i + 1}; err != nil || !cmp.Equal(cart, want) {
+		if want := map[string]int{"item-" + strconv.Itoa(i): i + 3}; err != nil || !cmp.Equal(cart, want) {
 			t.Errorf("Cart(%d) = %v, %v; want %v", i, cart, err, want)
+		}
+	}
+	// The batches wrote the index and the view counts too.
+	if n, err := s.SessionCount(bg); err != nil || n != callers {
+		t.Errorf("SessionCount() = %d, %v; want %d", n, err, callers)
+	}
+	top, err := s.TopItems(bg, 3*callers)
+	if err != nil || len(top) != 2*callers {
+		t.Fatalf("TopItems(%d) = %d items, %v; want %d", 3*callers, len(top), err, 2*callers)
+	}
+	for _, v := range top {
+		if v.Views != 1 {
+			t.Errorf("TopItems: %s has %v views, want 1", v.Item, v.Views)
 		}
 	}
 }

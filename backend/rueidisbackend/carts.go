@@ -30,19 +30,21 @@ var cartBody = `
 local MAX_LINES, MAX_COUNT = ` + itoa(retail.MaxCartLines) + `, ` + itoa(retail.MaxCartCount) + `
 local created, deadline = liveAt(KEYS[1], KEYS[2])
 if not created then return {NO_SESSION} end
+-- The count goes to Redis as the string it came as: a Lua number would
+-- be formatted with %.17g, which costs more than the rest of the write.
 local item, n = ARGV[7], tonumber(ARGV[8])
 -- Written first, as the common case is a line the cart has; a write that
 -- is refused is taken back (the script is one atomic step: no one sees it).
 local count, new = n, false
 if ARGV[9] == 'add' then
-  count = redis.call('HINCRBY', KEYS[3], item, n)
+  count = redis.call('HINCRBY', KEYS[3], item, ARGV[8])
   new = count == n -- a stored line is never 0
   if count > MAX_COUNT then
     if new then redis.call('HDEL', KEYS[3], item) else redis.call('HINCRBY', KEYS[3], item, -n) end
     return {TOO_MANY}
   end
 elseif n > 0 then
-  new = redis.call('HSET', KEYS[3], item, n) == 1
+  new = redis.call('HSET', KEYS[3], item, ARGV[8]) == 1
 end
 if count <= 0 then
   redis.call('HDEL', KEYS[3], item)

@@ -63,21 +63,32 @@ func (k keys) sessionKey(kind, token string) string {
 // sessionKeys are the keys of one session.
 type sessionKeys struct{ login, seen, cart, values string }
 
-// session returns all the keys of token's session, escaping the token once.
+// session returns all the keys of token's session, escaping the token
+// once and building the four names in one allocation, as every session
+// call does.
 func (k keys) session(token string) sessionKeys {
-	t := ":{" + tag(token) + "}"
-	return sessionKeys{
-		login:  k.prefix + loginKind + t,
-		seen:   k.prefix + seenKind + t,
-		cart:   k.prefix + cartKind + t,
-		values: k.prefix + valuesKind + t,
-	}
+	t := tag(token)
+	all := k.prefix + loginKind + ":{" + t + "}" +
+		k.prefix + seenKind + ":{" + t + "}" +
+		k.prefix + cartKind + ":{" + t + "}" +
+		k.prefix + valuesKind + ":{" + t + "}"
+	n := len(k.prefix) + len(":{}") + len(t) // a name's length, less its kind's
+	login := n + len(loginKind)
+	seen := login + n + len(seenKind)
+	cart := seen + n + len(cartKind)
+	return sessionKeys{login: all[:login], seen: all[login:seen], cart: all[seen:cart], values: all[cart:]}
 }
 
 // all lists the keys in the order every session script takes them (see
 // prelude): login, seen, cart, values.
 func (sk sessionKeys) all() []string {
 	return []string{sk.login, sk.seen, sk.cart, sk.values}
+}
+
+// allWith lists the keys as all does, followed by extra, in one
+// allocation.
+func (sk sessionKeys) allWith(extra ...string) []string {
+	return append(append(make([]string, 0, 4+len(extra)), sk.login, sk.seen, sk.cart, sk.values), extra...)
 }
 
 // The shared sets, the session index and the view counts, are each split

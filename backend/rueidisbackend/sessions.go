@@ -187,7 +187,7 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 	ks := s.k.session(token)
 	keys := ks.all()
 	if !s.cluster {
-		keys = append(keys, s.k.index(token), s.k.viewed(item))
+		keys = ks.allWith(s.k.index(token), s.k.viewed(item))
 	}
 	msg, err := s.runScript(ctx, s.batches.refresh, refreshSession, keys,
 		s.sessionArgs(now, seenValue(stamp, now), token, item, s.limit))
@@ -315,7 +315,7 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	ks := s.k.session(token)
 	keys := ks.all()
 	if !s.cluster {
-		keys = append(keys, s.k.index(token), s.k.viewed(item), s.k.user(user))
+		keys = ks.allWith(s.k.index(token), s.k.viewed(item), s.k.user(user))
 	}
 	args := s.sessionArgs(now, seenValue(stamp, now), token, user, item, s.limit)
 	var msg rueidis.RedisMessage

@@ -263,9 +263,11 @@ local function shared(now, idle, life, slack, newd)
   HALF = math.floor(IDLE / 2)
 end
 
--- seenArg reads the seen value to write, and its stamp.
+-- seenArg reads the seen value to write, and its stamp (commonly the
+-- whole value, which then costs no new string).
 local function seenArg(seen)
-  SEEN, STAMP = seen, string.match(seen, '^%S*')
+  local sp = string.find(seen, ' ', 1, true)
+  SEEN, STAMP = seen, sp and string.sub(seen, 1, sp - 1) or seen
 end
 
 -- frame reads the current session's sessionArgs.
@@ -354,10 +356,16 @@ local function sessionAt(loginKey, seenKey, withSeen)
   end
   if not v then return nil end
   -- "STAMP[/MS] DEADLINE USER": the created ms are MS, or the stamp's
-  -- whole part, read without converting the stamp's fraction.
-  local c, cstamp, whole, ms, d, u = string.match(v, '^(((%d+)%.?%d*)/?(%d*)) (%-?%d+) (.*)$')
+  -- whole part, read without converting the stamp's fraction. Each
+  -- capture is a new string, hashed whole: the rare "/MS" is cut apart
+  -- only when it is there.
+  local c, ms, d, u = string.match(v, '^((%d+)%.?%d*/?%d*) (%-?%d+) (.*)$')
   if not c then return nil end -- not written by this version: no session
-  if ms == '' then ms = whole end
+  local cstamp, slash = c, string.find(c, '/', 1, true)
+  if slash then
+    cstamp = string.sub(c, 1, slash - 1)
+    if slash < #c then ms = string.sub(c, slash + 1) end
+  end
   local s = {login = v, c = c, cstamp = cstamp, created = ms + 0, deadline = d + 0, user = u, seen = sv}
   if NOW >= s.deadline and not withSeen then s.seen = redis.call('GET', seenKey) end
   s.live = alive(s.created, s.deadline, s.seen)
@@ -396,37 +404,57 @@ end
 -- whatever order concurrent refreshes land in), and its recent items with
 -- item ('' for none) moved or added last (the newest), keeping limit. It
 -- cuts the stored value with plain searches (no pattern) and copies the
--- items once. It returns the value written.
+-- items once; when they stay as they are (no item, or the newest again)
+-- it writes the head in place if its length is unchanged, copying no
+-- items, or nothing if the head is unchanged too. Every string the script
+-- makes costs the server a hash of all its bytes. It returns the head
+-- written, which starts with the session's stamp.
 local function writeSeen(s, item, limit, ttl)
-  local old, head, a = s and s.seen, SEEN, nil -- a: the end of old's head
+  local old, head, a, kept = s and s.seen, SEEN, nil, false -- a: the end of old's head
   if old then
     a = string.find(old, '\n', 1, true)
-    if string.match(old, '^[^ \n]+') + 0 >= STAMP + 0 then head = a and string.sub(old, 1, a - 1) or old end
-  end
-  local seen
-  if item == '' then
-    seen = a and head .. string.sub(old, a) or head
-  elseif not a then
-    seen = head .. '\n1\n' .. item .. '\n'
-  else
-    local b = string.find(old, '\n', a + 1, true) -- the items follow b
-    local p = string.find(old, '\n' .. item .. '\n', b, true)
-    if p then -- "\nN\n", the items before item, the items after it
-      seen = head .. string.sub(old, a, p) .. string.sub(old, p + #item + 2) .. item .. '\n'
-    else
-      local count, from = string.sub(old, a + 1, b - 1) + 1, b -- the items kept start after from
-      while count > tonumber(limit) do
-        from, count = string.find(old, '\n', from + 1, true), count - 1
-      end
-      seen = head .. '\n' .. string.format('%d', count) .. '\n' .. string.sub(old, from + 1) .. item .. '\n'
+    local e = string.find(old, ' ', 1, true) -- the old stamp ends at " MS" or at the head's end
+    if not e or a and e > a then e = a end
+    if (e and string.sub(old, 1, e - 1) or old) + 0 >= STAMP + 0 then
+      head, kept = a and string.sub(old, 1, a - 1) or old, true
     end
   end
+  local seen -- the value to write; nil if the items stay as they are
+  if not a then
+    seen = item == '' and head or head .. '\n1\n' .. item .. '\n'
+  elseif item ~= '' then
+    local b = string.find(old, '\n', a + 1, true) -- the items follow b
+    local p = b -- then the "\n" before item, if the items hold it
+    repeat
+      p = string.find(old, item, p + 1, true)
+    until not p or string.byte(old, p - 1) == 10 and string.byte(old, p + #item) == 10
+    if not p then
+      local n = string.sub(old, a + 1, b - 1)
+      local had, max = n + 0, tonumber(limit)
+      local count, from = had + 1, b -- the items kept start after from
+      while count > max do
+        from, count = string.find(old, '\n', from + 1, true), count - 1
+      end
+      if count ~= had then n = string.format('%d', count) end
+      seen = head .. '\n' .. n .. '\n' .. string.sub(old, from + 1) .. item .. '\n'
+    elseif p + #item < #old then -- "\nN\n", the items before item, the items after it
+      seen = head .. string.sub(old, a, p - 1) .. string.sub(old, p + #item + 1) .. item .. '\n'
+    end
+  end
+  if not seen and not ttl then
+    if kept then return head end -- nothing changes
+    if #head == a - 1 then
+      redis.call('SETRANGE', KEYS[B + 2], 0, head)
+      return head
+    end
+  end
+  seen = seen or head .. string.sub(old, a)
   if ttl then
     redis.call('SET', KEYS[B + 2], seen, 'PX', ttl)
   else
     redis.call('SET', KEYS[B + 2], seen, 'KEEPTTL')
   end
-  return seen
+  return head
 end
 
 -- expireRest sets ttl on the session's cart and values keys.
@@ -452,24 +480,39 @@ end
 
 // sessionScript is a script that starts with prelude and runs body once.
 func sessionScript(body string) *script {
-	return newScript(prelude + "frame()\n" + offsetArgs(body, 0))
+	return newScript(prelude + "frame()\n" + offsetArgs(body, layout{}))
 }
 
-// batchScript is the batched form of a session script. Its ARGV are the
-// number of KEYS and of ARGV each session takes, the arguments of
-// sessionArgs that a batch shares (the clock's ms, the idle timeout,
-// lifetime and TTL slack, the idle deadline of a session refreshed now),
-// then each session's own: its seen value and the script's own arguments.
-// Its KEYS are the sessions' KEYS. It answers with the array of body's
-// answers, one a session, as one atomic step.
-func batchScript(body string) *script {
-	return newScript(prelude + "local function one()\n" + offsetArgs(body, sharedArgs) + `
+// layout is where the batched form of a session script finds each call's
+// KEYS and ARGV (see batchScript): the positions that hold the same value
+// in every call of a Store (the recent limit, and the index and view count
+// keys when the shared sets are not split), which a batch sends once,
+// ahead of the calls.
+type layout struct {
+	batched bool // false for the script that runs body once
+	// commonKeys and commonArgs list those positions, as the body names
+	// them (KEYS[n], and ARGV[n] past sessionArgs), in the order the batch
+	// sends them.
+	commonKeys, commonArgs []int
+}
+
+// batchScript is the batched form of a session script. Its KEYS are the
+// common keys of lay, then each call's other KEYS. Its ARGV are the number
+// of KEYS and of ARGV each call takes there, the arguments of sessionArgs
+// that a batch shares (the clock's ms, the idle timeout, lifetime and TTL
+// slack, the idle deadline of a session refreshed now), the common
+// arguments of lay, then each call's own: its seen value and the script's
+// other arguments. It answers with the array of body's answers, one a
+// call, as one atomic step.
+func batchScript(body string, lay layout) *script {
+	lay.batched = true
+	return newScript(prelude + "local function one()\n" + offsetArgs(body, lay) + `
 end
 local nk, na, out = tonumber(ARGV[1]), tonumber(ARGV[2]), {}
 shared(ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
 VIEWS = {}
-for j = 0, #KEYS / nk - 1 do
-  B, A = j * nk, 7 + j * na
+for j = 0, (#KEYS - ` + itoa(len(lay.commonKeys)) + `) / nk - 1 do
+  B, A = ` + itoa(len(lay.commonKeys)) + ` + j * nk, ` + itoa(batchHead+len(lay.commonArgs)) + ` + j * na
   seenArg(ARGV[A + 1])
   out[j + 1] = one()
 end
@@ -482,22 +525,53 @@ return out
 // the seen value (see batchScript).
 const sharedArgs = sessionArgCount - 1
 
+// batchHead is how many ARGV a batch starts with before its common
+// arguments: the counts of KEYS and ARGV a call takes, and sharedArgs.
+const batchHead = 2 + sharedArgs
+
 var argRef = regexp.MustCompile(`\b(KEYS|ARGV)\[(\d+)\]`)
 
-// offsetArgs rewrites a script body's KEYS[n] and ARGV[n] to KEYS[B+n] and
-// ARGV[A+n-shared], where shared is how many of sessionArgs the call's
-// ARGV leave out (see batchScript). A body reads sessionArgs through the
-// prelude's globals only: naming one of them is a programming error.
-func offsetArgs(body string, shared int) string {
+// offsetArgs rewrites a script body's KEYS[n] and ARGV[n] for where lay
+// puts them: as they are in a script that runs body once; in the batched
+// form, KEYS[B+n'] and ARGV[A+n'] for a call's own (n' counting the
+// positions lay does not make common), and the fixed position of a common
+// one. A body reads sessionArgs only through the prelude's globals: naming
+// one of them is a programming error.
+func offsetArgs(body string, lay layout) string {
 	return argRef.ReplaceAllStringFunc(body, func(ref string) string {
 		m := argRef.FindStringSubmatch(ref)
 		n, _ := strconv.Atoi(m[2])
 		if m[1] == "KEYS" {
-			return "KEYS[B + " + itoa(n) + "]"
+			if !lay.batched {
+				return "KEYS[B + " + itoa(n) + "]"
+			}
+			if i := slices.Index(lay.commonKeys, n); i >= 0 {
+				return "KEYS[" + itoa(i+1) + "]"
+			}
+			return "KEYS[B + " + itoa(n-countBelow(lay.commonKeys, n)) + "]"
 		}
 		if n <= sessionArgCount {
 			panic("rueidisbackend: a session script names ARGV[" + m[2] + "], one of sessionArgs")
 		}
-		return "ARGV[A + " + itoa(n-shared) + "]"
+		if !lay.batched {
+			return "ARGV[A + " + itoa(n) + "]"
+		}
+		if i := slices.Index(lay.commonArgs, n); i >= 0 {
+			return "ARGV[" + itoa(batchHead+i+1) + "]"
+		}
+		// A call's own ARGV: its seen value, then its arguments past
+		// sessionArgs but the common ones.
+		return "ARGV[A + " + itoa(n-sharedArgs-countBelow(lay.commonArgs, n)) + "]"
 	})
+}
+
+// countBelow is how many of ns are less than n.
+func countBelow(ns []int, n int) int {
+	c := 0
+	for _, m := range ns {
+		if m < n {
+			c++
+		}
+	}
+	return c
 }

@@ -3,6 +3,7 @@ package rueidisbackend
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
 )
@@ -36,5 +37,28 @@ func TestStampFloor_AgreesWithTheFloat(t *testing.T) {
 	}
 	for _, st := range []string{"-5.5", "-0.0009765625", "-3", "1e3", "1.5e2", "+7", "12.", ".5", "0x10", "Inf", "", "12a", "1.2.3", "-", "."} {
 		check(st)
+	}
+}
+
+// TestSession_NamesEachKindsKey checks the names session builds in one
+// allocation against sessionKey's, one kind at a time, for tokens that
+// need escaping and prefixes of several lengths.
+func TestSession_NamesEachKindsKey(t *testing.T) {
+	for _, prefix := range []string{"", "retail:", "a-much-longer:prefix:"} {
+		k := newKeys(prefix, 1)
+		for _, token := range []string{"t", "0123456789abcdef0123456789abcdef", "a}b%c", "}"} {
+			ks := k.session(token)
+			got := []string{ks.login, ks.seen, ks.cart, ks.values}
+			want := []string{
+				k.sessionKey(loginKind, token), k.sessionKey(seenKind, token),
+				k.sessionKey(cartKind, token), k.sessionKey(valuesKind, token),
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("keys{%q}.session(%q) = %q, want %q", prefix, token, got, want)
+			}
+			if all := ks.allWith("x", "y"); !slices.Equal(all, append(want, "x", "y")) {
+				t.Errorf("allWith(x, y) = %q, want %q", all, append(want, "x", "y"))
+			}
+		}
 	}
 }

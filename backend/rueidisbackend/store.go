@@ -228,9 +228,15 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 	if !d.cluster {
 		// KEYS and ARGV of each call, as RefreshSession, UpdateToken and
 		// writeCart build them on a single server.
-		d.batches.refresh = newBatcher(d, refreshBody, refreshSession, 6, 9)
-		d.batches.update = newBatcher(d, updateBody, updateToken, 7, 10)
-		d.batches.cart = newBatcher(d, cartBody, cartWrite, cartKeys, sessionArgCount+3)
+		// The recent limit is the same in every call, and so are the index
+		// and view count keys unless the shared sets are split.
+		var sets []common
+		if d.k.spread == 1 {
+			sets = []common{{5, d.k.indexPart(0)}, {6, d.k.viewedPart(0)}}
+		}
+		d.batches.refresh = newBatcher(d, refreshBody, refreshSession, 6, 9, sets, []common{{9, d.limit}})
+		d.batches.update = newBatcher(d, updateBody, updateToken, 7, 10, sets, []common{{10, d.limit}})
+		d.batches.cart = newBatcher(d, cartBody, cartWrite, cartKeys, sessionArgCount+3, nil, nil)
 	}
 	return &Store{Store: retail.NewStore(d), d: d}, nil
 }
