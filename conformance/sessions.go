@@ -133,6 +133,11 @@ func testRevisitAmongLookalikes(h *harness) {
 	h.wantRecent("tok-1", "xa-1", "a-12", "a-1", "xa-1x", "a-1x")
 	h.update("tok-1", "alice", "a-")
 	h.wantRecent("tok-1", "a-", "xa-1", "a-12", "a-1", "xa-1x", "a-1x")
+
+	// An older item that ends with the name revisited.
+	h.update("tok-2", "bob", "xa-1")
+	h.update("tok-2", "bob", "a-1")
+	h.wantRecent("tok-2", "a-1", "xa-1")
 }
 
 func testRecentKeepsNewest(h *harness) {

@@ -58,12 +58,23 @@ type common struct {
 	val string
 }
 
+// newBatcher returns the batcher of the script one, whose body takes nk
+// KEYS and na ARGV, with the common values keys and args. Only positions
+// past the session's keys and past sessionArgs can be common: the
+// prelude's functions name the session's keys by position (a programming
+// error panics).
 func newBatcher(s *store, body string, one *script, nk, na int, keys, args []common) *batcher {
 	b := &batcher{s: s, one: one, nk: nk, na: na, keys: keys, args: args}
 	for _, c := range keys {
+		if c.pos <= len(sessionKeys{}.all()) || c.pos > nk {
+			panic("rueidisbackend: a common key at KEYS[" + itoa(c.pos) + "]")
+		}
 		b.lay.commonKeys = append(b.lay.commonKeys, c.pos)
 	}
 	for _, c := range args {
+		if c.pos <= sessionArgCount || c.pos > na {
+			panic("rueidisbackend: a common argument at ARGV[" + itoa(c.pos) + "]")
+		}
 		b.lay.commonArgs = append(b.lay.commonArgs, c.pos)
 	}
 	b.many = batchScript(body, b.lay)

@@ -15,11 +15,9 @@ import (
 // TestBatch_EachCallGetsItsOwnAnswer holds the first batches of each
 // group-committed script on their way until many calls have queued behind
 // them, so that those go out as batches of many, and checks that every call
-// got its own session's answer and wrote its own session.
-// TestBatch_EachCallGetsItsOwnAnswer holds calls back until they queue up,
-// so that each script goes out in batches, and checks every call's answer
-// and effect: with the shared sets whole (a batch sends their keys once)
-// and split (each call sends its own).
+// got its own session's answer and wrote its own session: with the shared
+// sets whole (a batch sends their keys once) and split (each call sends its
+// own).
 func TestBatch_EachCallGetsItsOwnAnswer(t *testing.T) {
 	if server == nil {
 		unavailable(t, "Redis server", serverErr)

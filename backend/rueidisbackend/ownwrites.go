@@ -2,6 +2,7 @@ package rueidisbackend
 
 import (
 	"hash/maphash"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +62,9 @@ func (o *ownWrites) wrote(key string, value []byte) {
 func (o *ownWrites) deleted(key string) { o.put(key, written{absent: true, at: time.Now()}) }
 
 func (o *ownWrites) put(key string, w written) {
+	// A session's key names share one string (keys.session): the record
+	// keeps a copy of its own, not all four.
+	key = strings.Clone(key)
 	w.gen = o.gen.Add(1)
 	sh := o.shard(key)
 	sh.mu.Lock()

@@ -185,8 +185,10 @@ return {OK, s.user, login, stamp}
 func (s *store) RefreshSession(ctx context.Context, token, item string) (string, bool, error) {
 	stamp, now := s.nextStamp()
 	ks := s.k.session(token)
-	keys := ks.all()
-	if !s.cluster {
+	var keys []string
+	if s.cluster {
+		keys = ks.all()
+	} else {
 		keys = ks.allWith(s.k.index(token), s.k.viewed(item))
 	}
 	msg, err := s.runScript(ctx, s.batches.refresh, refreshSession, keys,
@@ -313,8 +315,10 @@ return {fresh, login, cstamp, prev}
 func (s *store) UpdateToken(ctx context.Context, token, user, item string) error {
 	stamp, now := s.nextStamp()
 	ks := s.k.session(token)
-	keys := ks.all()
-	if !s.cluster {
+	var keys []string
+	if s.cluster {
+		keys = ks.all()
+	} else {
 		keys = ks.allWith(s.k.index(token), s.k.viewed(item), s.k.user(user))
 	}
 	args := s.sessionArgs(now, seenValue(stamp, now), token, user, item, s.limit)

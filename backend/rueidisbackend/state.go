@@ -243,10 +243,13 @@ func (s *store) live(now, created, lastSeen int64) bool {
 // sessionArgs. The scripts answer with driver.Status values.
 //
 // A script body names its keys and arguments KEYS[B+n] and ARGV[A+n] (the
-// bodies are written KEYS[n] and ARGV[n]; offsetArgs rewrites them), and
-// reads sessionArgs only through the globals frame sets (NOW, SEEN...), so
-// that the batched form of a script (see batchScript) can run the body for
-// session after session, moving B and A on.
+// bodies are written KEYS[n] and ARGV[n]; offsetArgs rewrites them, and in
+// the batched form puts the values every call shares at fixed positions,
+// see layout), and reads sessionArgs only through the globals frame sets
+// (NOW, SEEN...), so that the batched form of a script (see batchScript)
+// can run the body for session after session, moving B and A on. The
+// prelude's own functions name the session's keys KEYS[B+1] to KEYS[B+4]:
+// those are never shared.
 var prelude = `
 local OK, NO_SESSION, EXISTS, FULL, TOO_MANY = ` + strings.Join([]string{
 	itoa(int(driver.OK)), itoa(int(driver.NoSession)), itoa(int(driver.Exists)),
@@ -404,11 +407,12 @@ end
 -- whatever order concurrent refreshes land in), and its recent items with
 -- item ('' for none) moved or added last (the newest), keeping limit. It
 -- cuts the stored value with plain searches (no pattern) and copies the
--- items once; when they stay as they are (no item, or the newest again)
--- it writes the head in place if its length is unchanged, copying no
--- items, or nothing if the head is unchanged too. Every string the script
--- makes costs the server a hash of all its bytes. It returns the head
--- written, which starts with the session's stamp.
+-- items once; when there are items and they stay as they are (no item, or
+-- the newest again) and the TTL is kept, it writes the head in place if
+-- its length is unchanged, copying no items, or nothing if the head is
+-- unchanged too. Every string the script makes costs the server a hash of
+-- all its bytes. It returns the head the key now holds, which starts with
+-- the session's stamp.
 local function writeSeen(s, item, limit, ttl)
   local old, head, a, kept = s and s.seen, SEEN, nil, false -- a: the end of old's head
   if old then

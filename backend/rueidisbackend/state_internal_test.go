@@ -62,3 +62,36 @@ func TestSession_NamesEachKindsKey(t *testing.T) {
 		}
 	}
 }
+
+// TestNewBatcher_RefusesCommonSessionPositions checks that no session key
+// and none of sessionArgs can be made common: the prelude's functions name
+// the session's keys by position, so a shared one would point them at
+// another key.
+func TestNewBatcher_RefusesCommonSessionPositions(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		keys, args []common
+	}{
+		{"KEYS[2]", []common{{2, "k"}}, nil},
+		{"KEYS[7] of 6", []common{{7, "k"}}, nil},
+		{"ARGV[6]", nil, []common{{6, "a"}}},
+		{"ARGV[10] of 9", nil, []common{{10, "a"}}},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("newBatcher with a common %s did not panic", tc.name)
+				}
+			}()
+			newBatcher(&store{}, refreshBody, refreshSession, 6, 9, tc.keys, tc.args)
+		}()
+	}
+	// The Store's own layout is accepted.
+	b := newBatcher(&store{}, refreshBody, refreshSession, 6, 9, []common{{5, "i"}, {6, "v"}}, []common{{9, "25"}})
+	if !b.fits([]string{"l", "s", "c", "v", "i", "v"}, []string{"1", "", "", "", "", "", "t", "", "25"}) {
+		t.Error("a call with the common values does not fit")
+	}
+	if b.fits([]string{"l", "s", "c", "v", "i", "other"}, []string{"1", "", "", "", "", "", "t", "", "25"}) {
+		t.Error("a call with another view-count key fits")
+	}
+}
