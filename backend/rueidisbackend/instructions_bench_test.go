@@ -1,0 +1,194 @@
+package rueidisbackend
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// BenchmarkScriptInstructions counts the instructions redis-server spends
+// on a call of each group-committed session script, with callgrind, which
+// counts the same whatever else the machine is doing: wall-clock measures
+// of the server (INFO cpu, INFO commandstats) move by ±5% between identical
+// runs on a shared machine, more than a change to a script usually saves.
+// It starts its own redis-server under valgrind, loads 5,000 sessions with
+// full recent lists and one cart line, and sends batches of 32 calls through
+// the Store's batchers, counting only while they run. It needs valgrind and
+// is slow (valgrind runs the server some 50 times slower), so it runs only
+// with RETAIL_CALLGRIND=1:
+//
+//	RETAIL_CALLGRIND=1 go test -run '^$' -bench ScriptInstructions -benchtime 1x ./backend/rueidisbackend/
+func BenchmarkScriptInstructions(b *testing.B) {
+	if os.Getenv("RETAIL_CALLGRIND") == "" {
+		b.Skip("set RETAIL_CALLGRIND=1 to count with callgrind (needs valgrind)")
+	}
+	for _, tool := range []string{"valgrind", "callgrind_control", "redis-server"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			b.Skipf("%s is not installed", tool)
+		}
+	}
+	ctx := context.Background()
+	port := freePort(b)
+	srv := exec.Command("valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null",
+		"redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := srv.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		srv.Process.Kill()
+		srv.Wait()
+	}()
+	pid := strconv.Itoa(srv.Process.Pid)
+	var c rueidis.Client
+	for deadline := time.Now().Add(time.Minute); ; {
+		var err error
+		c, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:" + port}, ForceSingleClient: true})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("redis-server under valgrind did not answer: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	defer c.Close()
+	st, err := New(c, Options{Prefix: "instr:"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := st.d
+	const sessions, items, batch, rounds = 5000, 1000, 32, 100
+	token := func(i int) string { return fmt.Sprintf("%032x", i) }
+	user := func(i int) string { return "user-" + strconv.Itoa(i) }
+	var wg sync.WaitGroup
+	for g := range 32 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), 3))
+			for i := g; i < sessions; i += 32 {
+				for range 26 { // a full recent list
+					if err := s.UpdateToken(ctx, token(i), user(i), "item-"+strconv.Itoa(r.IntN(items))); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+				if _, err := s.AddToCart(ctx, token(i), "item-"+strconv.Itoa(r.IntN(items)), 1); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		return
+	}
+
+	r := rand.New(rand.NewPCG(1, 2))
+	item := func() string { return "item-" + strconv.Itoa(r.IntN(items)) }
+	for _, op := range []struct {
+		name string
+		b    *batcher
+		call func(i int) (keys, args []string)
+	}{
+		{"UpdateToken", s.batches.update, func(i int) ([]string, []string) {
+			stamp, now := s.nextStamp()
+			it := item()
+			return s.k.session(token(i)).allWith(s.k.index(token(i)), s.k.viewed(it), s.k.user(user(i))),
+				s.sessionArgs(now, seenValue(stamp, now), token(i), user(i), it, s.limit)
+		}},
+		{"RefreshSession", s.batches.refresh, func(i int) ([]string, []string) {
+			stamp, now := s.nextStamp()
+			it := item()
+			return s.k.session(token(i)).allWith(s.k.index(token(i)), s.k.viewed(it)),
+				s.sessionArgs(now, seenValue(stamp, now), token(i), it, s.limit)
+		}},
+		{"RefreshSessionNoItem", s.batches.refresh, func(i int) ([]string, []string) {
+			stamp, now := s.nextStamp()
+			return s.k.session(token(i)).allWith(s.k.index(token(i)), s.k.viewed("")),
+				s.sessionArgs(now, seenValue(stamp, now), token(i), "", s.limit)
+		}},
+		{"AddToCart", s.batches.cart, func(i int) ([]string, []string) {
+			return s.k.session(token(i)).all()[:cartKeys], s.sessionArgs(s.nowMs(), "", item(), strconv.Itoa(1+r.IntN(3)), "set")
+		}},
+	} {
+		b.Run(op.name, func(b *testing.B) {
+			send := func(n int) {
+				for range n {
+					calls := make([]*pending, batch)
+					for j := range calls {
+						keys, args := op.call(r.IntN(sessions))
+						if !op.b.fits(keys, args) {
+							b.Fatal("a call does not fit its batcher")
+						}
+						calls[j] = &pending{keys: keys, args: args}
+					}
+					if _, err := op.b.run(ctx, calls); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			send(5) // the server loads the script
+			callgrind(b, "-z", pid)
+			callgrind(b, "-i", "on", pid)
+			send(b.N * rounds)
+			total := counted(b, pid)
+			callgrind(b, "-i", "off", pid)
+			b.ReportMetric(total/float64(b.N*rounds*batch), "instructions/call")
+		})
+	}
+}
+
+// callgrind runs callgrind_control with args.
+func callgrind(b *testing.B, args ...string) string {
+	out, err := exec.Command("callgrind_control", args...).CombinedOutput()
+	if err != nil {
+		b.Fatalf("callgrind_control %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// counted returns the instructions callgrind counted in process pid since
+// its counters were zeroed: the number on the thread line after "Totals:".
+func counted(b *testing.B, pid string) float64 {
+	out := callgrind(b, "-e", pid)
+	_, after, ok := strings.Cut(out, "Totals:")
+	if ok {
+		for _, line := range strings.Split(after, "\n") {
+			if f := strings.Fields(line); len(f) > 0 && f[0] == "Th" {
+				if n, err := strconv.ParseFloat(strings.ReplaceAll(f[len(f)-1], ",", ""), 64); err == nil {
+					return n
+				}
+			}
+		}
+	}
+	b.Fatalf("no instruction count in callgrind_control's output:\n%s", out)
+	return 0
+}
+
+// freePort returns a loopback port that was free a moment ago, never the
+// machine's own 6379.
+func freePort(b *testing.B) string {
+	for range 20 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if port != 6379 {
+			return strconv.Itoa(port)
+		}
+	}
+	b.Fatal("no free loopback port")
+	return ""
+}
