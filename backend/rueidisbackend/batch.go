@@ -2,7 +2,6 @@ package rueidisbackend
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"sync"
 
@@ -33,14 +32,13 @@ type batcher struct {
 	one    *script // the script, for a batch of one
 	many   *script // its batched form
 	nk, na int     // KEYS and ARGV a call takes
-	// keys and args are the values every call of the Store passes at the
-	// common positions of the batched form's layout (see layout), which a
-	// batch sends once; a call that passes others is sent on its own.
-	keys, args []common
-	lay        layout
-	mu         sync.Mutex
-	queue      []*pending
-	sending    int // batches on their way
+	// lay holds the values every call of the Store passes at some
+	// positions, which a batch sends once; a call that passes others is
+	// sent on its own.
+	lay     layout
+	mu      sync.Mutex
+	queue   []*pending
+	sending int // batches on their way
 }
 
 // pending is a call waiting for its answer.
@@ -64,21 +62,18 @@ type common struct {
 // prelude's functions name the session's keys by position (a programming
 // error panics).
 func newBatcher(s *store, body string, one *script, nk, na int, keys, args []common) *batcher {
-	b := &batcher{s: s, one: one, nk: nk, na: na, keys: keys, args: args}
 	for _, c := range keys {
 		if c.pos <= len(sessionKeys{}.all()) || c.pos > nk {
 			panic("rueidisbackend: a common key at KEYS[" + itoa(c.pos) + "]")
 		}
-		b.lay.commonKeys = append(b.lay.commonKeys, c.pos)
 	}
 	for _, c := range args {
 		if c.pos <= sessionArgCount || c.pos > na {
 			panic("rueidisbackend: a common argument at ARGV[" + itoa(c.pos) + "]")
 		}
-		b.lay.commonArgs = append(b.lay.commonArgs, c.pos)
 	}
-	b.many = batchScript(body, b.lay)
-	return b
+	lay := layout{keys: keys, args: args}
+	return &batcher{s: s, one: one, many: batchScript(body, lay), nk: nk, na: na, lay: lay}
 }
 
 // fits reports whether a call with keys and args can go in a batch: it
@@ -87,12 +82,12 @@ func (b *batcher) fits(keys, args []string) bool {
 	if len(keys) != b.nk || len(args) != b.na {
 		return false
 	}
-	for _, c := range b.keys {
+	for _, c := range b.lay.keys {
 		if keys[c.pos-1] != c.val {
 			return false
 		}
 	}
-	for _, c := range b.args {
+	for _, c := range b.lay.args {
 		if args[c.pos-1] != c.val {
 			return false
 		}
@@ -184,21 +179,22 @@ func (b *batcher) run(ctx context.Context, batch []*pending) ([]rueidis.RedisMes
 	}
 	// What each call sends: its keys but the common ones, and its seen
 	// value and arguments past sessionArgs but the common ones.
-	nk, na := b.nk-len(b.keys), 1+b.na-sessionArgCount-len(b.args)
-	keys := make([]string, 0, len(b.keys)+len(batch)*nk)
-	for _, c := range b.keys {
+	lay := b.lay
+	nk, na := b.nk-len(lay.keys), 1+b.na-sessionArgCount-len(lay.args)
+	keys := make([]string, 0, len(lay.keys)+len(batch)*nk)
+	for _, c := range lay.keys {
 		keys = append(keys, c.val)
 	}
-	args := make([]string, 0, batchHead+len(b.args)+len(batch)*na)
+	args := make([]string, 0, batchHead+len(lay.args)+len(batch)*na)
 	args = append(args, itoa(nk), itoa(na), latest[0]) // all of sessionArgs but the seen value
 	args = append(args, latest[2:sessionArgCount]...)
-	for _, c := range b.args {
+	for _, c := range lay.args {
 		args = append(args, c.val)
 	}
 	for _, p := range batch {
-		keys = appendOwn(keys, p.keys, b.lay.commonKeys, 0)
+		keys = appendOwn(keys, p.keys, lay.keys, 0)
 		args = append(args, p.args[1])
-		args = appendOwn(args, p.args, b.lay.commonArgs, sessionArgCount)
+		args = appendOwn(args, p.args, lay.args, sessionArgCount)
 	}
 	replies, err := b.s.do(ctx, b.s.scriptCall(b.many, keys, args))[0].ToArray()
 	if err == nil && len(replies) != len(batch) {
@@ -209,9 +205,9 @@ func (b *batcher) run(ctx context.Context, batch []*pending) ([]rueidis.RedisMes
 
 // appendOwn appends to dst the values of vals past the first from that are
 // at no common position (positions count from 1).
-func appendOwn(dst, vals []string, common []int, from int) []string {
+func appendOwn(dst, vals []string, common []common, from int) []string {
 	for i := from; i < len(vals); i++ {
-		if !slices.Contains(common, i+1) {
+		if commonAt(common, i+1) < 0 {
 			dst = append(dst, vals[i])
 		}
 	}

@@ -81,9 +81,7 @@ func (k keys) session(token string) sessionKeys {
 
 // all lists the keys in the order every session script takes them (see
 // prelude): login, seen, cart, values.
-func (sk sessionKeys) all() []string {
-	return []string{sk.login, sk.seen, sk.cart, sk.values}
-}
+func (sk sessionKeys) all() []string { return sk.allWith() }
 
 // allWith lists the keys as all does, followed by extra, in one
 // allocation.

@@ -494,10 +494,26 @@ func sessionScript(body string) *script {
 // ahead of the calls.
 type layout struct {
 	batched bool // false for the script that runs body once
-	// commonKeys and commonArgs list those positions, as the body names
-	// them (KEYS[n], and ARGV[n] past sessionArgs), in the order the batch
-	// sends them.
-	commonKeys, commonArgs []int
+	// keys and args are those positions, as the body names them (KEYS[n],
+	// and ARGV[n] past sessionArgs), with their values, in the order the
+	// batch sends them.
+	keys, args []common
+}
+
+// commonAt returns the index in cs of the one at position pos, or -1.
+func commonAt(cs []common, pos int) int {
+	return slices.IndexFunc(cs, func(c common) bool { return c.pos == pos })
+}
+
+// commonBelow is how many of cs are at positions below pos.
+func commonBelow(cs []common, pos int) int {
+	n := 0
+	for _, c := range cs {
+		if c.pos < pos {
+			n++
+		}
+	}
+	return n
 }
 
 // batchScript is the batched form of a session script. Its KEYS are the
@@ -515,8 +531,8 @@ end
 local nk, na, out = tonumber(ARGV[1]), tonumber(ARGV[2]), {}
 shared(ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
 VIEWS = {}
-for j = 0, (#KEYS - ` + itoa(len(lay.commonKeys)) + `) / nk - 1 do
-  B, A = ` + itoa(len(lay.commonKeys)) + ` + j * nk, ` + itoa(batchHead+len(lay.commonArgs)) + ` + j * na
+for j = 0, (#KEYS - ` + itoa(len(lay.keys)) + `) / nk - 1 do
+  B, A = ` + itoa(len(lay.keys)) + ` + j * nk, ` + itoa(batchHead+len(lay.args)) + ` + j * na
   seenArg(ARGV[A + 1])
   out[j + 1] = one()
 end
@@ -549,10 +565,10 @@ func offsetArgs(body string, lay layout) string {
 			if !lay.batched {
 				return "KEYS[B + " + itoa(n) + "]"
 			}
-			if i := slices.Index(lay.commonKeys, n); i >= 0 {
+			if i := commonAt(lay.keys, n); i >= 0 {
 				return "KEYS[" + itoa(i+1) + "]"
 			}
-			return "KEYS[B + " + itoa(n-countBelow(lay.commonKeys, n)) + "]"
+			return "KEYS[B + " + itoa(n-commonBelow(lay.keys, n)) + "]"
 		}
 		if n <= sessionArgCount {
 			panic("rueidisbackend: a session script names ARGV[" + m[2] + "], one of sessionArgs")
@@ -560,22 +576,11 @@ func offsetArgs(body string, lay layout) string {
 		if !lay.batched {
 			return "ARGV[A + " + itoa(n) + "]"
 		}
-		if i := slices.Index(lay.commonArgs, n); i >= 0 {
+		if i := commonAt(lay.args, n); i >= 0 {
 			return "ARGV[" + itoa(batchHead+i+1) + "]"
 		}
 		// A call's own ARGV: its seen value, then its arguments past
 		// sessionArgs but the common ones.
-		return "ARGV[A + " + itoa(n-sharedArgs-countBelow(lay.commonArgs, n)) + "]"
+		return "ARGV[A + " + itoa(n-sharedArgs-commonBelow(lay.args, n)) + "]"
 	})
-}
-
-// countBelow is how many of ns are less than n.
-func countBelow(ns []int, n int) int {
-	c := 0
-	for _, m := range ns {
-		if m < n {
-			c++
-		}
-	}
-	return c
 }
