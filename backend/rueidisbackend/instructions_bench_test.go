@@ -4,16 +4,15 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/redis/rueidis"
+	"github.com/retailkit/retail/internal/redistest"
 )
 
 // BenchmarkScriptInstructions counts the instructions redis-server spends
@@ -38,28 +37,15 @@ func BenchmarkScriptInstructions(b *testing.B) {
 		}
 	}
 	ctx := context.Background()
-	port := freePort(b)
-	srv := exec.Command("valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null",
-		"redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	if err := srv.Start(); err != nil {
+	srv, err := redistest.StartServerUnder("valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null")
+	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() {
-		srv.Process.Kill()
-		srv.Wait()
-	}()
-	pid := strconv.Itoa(srv.Process.Pid)
-	var c rueidis.Client
-	for deadline := time.Now().Add(time.Minute); ; {
-		var err error
-		c, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:" + port}, ForceSingleClient: true})
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("redis-server under valgrind did not answer: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	defer srv.Close()
+	pid := strconv.Itoa(srv.Pid())
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, ForceSingleClient: true})
+	if err != nil {
+		b.Fatal(err)
 	}
 	defer c.Close()
 	st, err := New(c, Options{Prefix: "instr:"})
@@ -173,22 +159,4 @@ func counted(b *testing.B, pid string) float64 {
 	}
 	b.Fatalf("no instruction count in callgrind_control's output:\n%s", out)
 	return 0
-}
-
-// freePort returns a loopback port that was free a moment ago, never the
-// machine's own 6379.
-func freePort(b *testing.B) string {
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if port != 6379 {
-			return strconv.Itoa(port)
-		}
-	}
-	b.Fatal("no free loopback port")
-	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,7 @@ type process struct {
 	port  int
 	dir   string
 	bin   string
+	wrap  []string // a command the server runs under (say valgrind and its options), if any
 	extra []string // the arguments beyond the standard ones, for restart
 	cmd   *exec.Cmd
 	done  chan struct{} // closed once the process has exited and been waited for
@@ -51,12 +53,18 @@ var errPortTaken = errors.New("port taken")
 // it answers. extra is appended to the standard arguments; it may refer to the temporary
 // directory as {dir}.
 func startOwned(port int, bus bool, extra ...string) (*process, error) {
+	return startOwnedUnder(port, bus, nil, extra)
+}
+
+// startOwnedUnder is startOwned with redis-server run as the argument of
+// the command wrap, if any.
+func startOwnedUnder(port int, bus bool, wrap, extra []string) (*process, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("%w: redis-server is not on PATH and %s is not set", ErrUnavailable, envAddr)
 	}
 	for attempt := 1; ; attempt++ {
-		p, err := startProcess(bin, port, extra)
+		p, err := startProcess(bin, port, wrap, extra)
 		if err == nil {
 			return p, nil
 		}
@@ -71,12 +79,12 @@ func startOwned(port int, bus bool, extra ...string) (*process, error) {
 	}
 }
 
-func startProcess(bin string, port int, extra []string) (*process, error) {
+func startProcess(bin string, port int, wrap, extra []string) (*process, error) {
 	dir, err := os.MkdirTemp("", "redistest-")
 	if err != nil {
 		return nil, err
 	}
-	p := &process{port: port, dir: dir, bin: bin, extra: extra}
+	p := &process{port: port, dir: dir, bin: bin, wrap: wrap, extra: extra}
 	if err := p.start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -110,7 +118,11 @@ func (p *process) start() error {
 	if err != nil {
 		return err
 	}
-	p.cmd = exec.Command(p.bin, args...)
+	name := p.bin
+	if len(p.wrap) > 0 {
+		name, args = p.wrap[0], append(append(slices.Clip(p.wrap[1:]), p.bin), args...)
+	}
+	p.cmd = exec.Command(name, args...)
 	p.cmd.Stdout, p.cmd.Stderr = out, out
 	p.cmd.SysProcAttr = sysProcAttr()
 

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,40 @@ func requireStopped(t *testing.T, addr string) {
 	if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		conn.Close()
 		t.Errorf("dial %s after Close succeeded, want connection refused", addr)
+	}
+}
+
+// TestStartServerUnder_RunsTheServerUnderTheCommand starts redis-server as
+// the argument of env, which runs it in its own process as valgrind does,
+// even with RETAIL_REDIS_ADDR set: the server answers, Pid is the
+// process that answers INFO, and Close stops it.
+func TestStartServerUnder_RunsTheServerUnderTheCommand(t *testing.T) {
+	t.Setenv(envAddr, "127.0.0.1:1")
+	s, err := StartServerUnder("env", "RETAIL_UNDER=1")
+	if errors.Is(err, ErrUnavailable) {
+		Skip(t, err.Error())
+	}
+	if err != nil {
+		t.Fatalf("StartServerUnder(env) = %v", err)
+	}
+	defer s.Close()
+	requirePong(t, s.Addr())
+	info, err := do(s.Addr(), time.Second, "INFO", "server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid := infoField(info, "process_id"); pid != strconv.Itoa(s.Pid()) || s.Pid() == 0 {
+		t.Errorf("Pid() = %d, INFO process_id = %s", s.Pid(), pid)
+	}
+	if args := s.proc.cmd.Args; len(args) < 3 || args[0] != "env" || args[1] != "RETAIL_UNDER=1" || !strings.HasSuffix(args[2], "redis-server") {
+		t.Errorf("command = %q, want env RETAIL_UNDER=1 .../redis-server ...", args)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	requireStopped(t, s.Addr())
+	if _, err := StartServerUnder(); err == nil {
+		t.Error("StartServerUnder() with no command succeeded")
 	}
 }
 

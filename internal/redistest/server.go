@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -32,6 +33,35 @@ func StartServer() (*Server, error) {
 		return nil, err
 	}
 	return &Server{addr: p.addr(), proc: p}, nil
+}
+
+// StartServerUnder starts a private redis-server on a free loopback port
+// as the argument of the command wrap (for example valgrind and its
+// options, which run the server in their own process), and waits until it
+// answers. It never uses RETAIL_REDIS_ADDR. The error matches
+// ErrUnavailable when redis-server is not on PATH.
+func StartServerUnder(wrap ...string) (*Server, error) {
+	if len(wrap) == 0 {
+		return nil, errors.New("redistest: StartServerUnder needs a command")
+	}
+	ports, err := pickPorts(1, false)
+	if err != nil {
+		return nil, err
+	}
+	p, err := startOwnedUnder(ports[0], false, wrap, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{addr: p.addr(), proc: p}, nil
+}
+
+// Pid returns the process id of a server this package started (that of
+// the command it runs under, if any), or 0.
+func (s *Server) Pid() int {
+	if s.proc == nil {
+		return 0
+	}
+	return s.proc.cmd.Process.Pid
 }
 
 // Addr returns the server's host:port.
