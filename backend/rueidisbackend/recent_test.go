@@ -3,8 +3,12 @@ package rueidisbackend_test
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/backend/rueidisbackend"
 )
 
@@ -34,6 +38,45 @@ func TestRecent_ShorterLimitTrimsStoredItems(t *testing.T) {
 			}
 			got, err := short.RecentItems(bg, "tok")
 			if err != nil || !slices.Equal(got, step.want) {
+				t.Errorf("after viewing %q: RecentItems = %q, %v; want %q", step.item, got, err, step.want)
+			}
+		}
+	})
+}
+
+// TestRecent_OlderStampKeepsTheNewerOne has a Store whose clock runs
+// behind refresh a session that one with a clock ahead refreshed last, as
+// two app servers can: the seen key keeps the newer stamp whatever the
+// refresh writes (no item, the newest item again, a new item), and the
+// recent items still change as the refreshes say.
+func TestRecent_OlderStampKeepsTheNewerOne(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, tg target) {
+		start := time.UnixMilli(1_764_000_000_000)
+		ahead := retail.NewManualClock(start.Add(5 * time.Second))
+		s, c, prefix := newStoreWith(t, tg, rueidisbackend.Options{Clock: ahead})
+		for _, item := range []string{"a", "b"} {
+			if err := s.UpdateToken(bg, "tok", "alice", item); err != nil {
+				t.Fatal(err)
+			}
+		}
+		behind := mustNew(t, c, rueidisbackend.Options{Prefix: prefix, Clock: retail.NewManualClock(start)})
+		newer := strconv.FormatInt(ahead.Now().UnixMilli(), 10)
+		for _, step := range []struct {
+			item string
+			want []string
+		}{
+			{"", []string{"b", "a"}},
+			{"b", []string{"b", "a"}},
+			{"c", []string{"c", "b", "a"}},
+		} {
+			if _, ok, err := behind.RefreshSession(bg, "tok", step.item); !ok || err != nil {
+				t.Fatalf("RefreshSession(%q) = %v, %v; want a live session", step.item, ok, err)
+			}
+			seen, err := c.Do(bg, c.B().Get().Key(prefix+"seen:{tok}").Build()).ToString()
+			if err != nil || !strings.HasPrefix(seen, newer) {
+				t.Errorf("after a refresh viewing %q from behind: seen = %q, %v; want the stamp %s... kept", step.item, seen, err, newer)
+			}
+			if got, err := behind.RecentItems(bg, "tok"); err != nil || !slices.Equal(got, step.want) {
 				t.Errorf("after viewing %q: RecentItems = %q, %v; want %q", step.item, got, err, step.want)
 			}
 		}
