@@ -26,10 +26,13 @@ import (
 //   - rewrite/keys=200000: reading and rewriting one random key a session,
 //     keeping its TTL: the least a session script that keeps a session in
 //     one key could cost.
-//   - update_token and clean_sessions: the Store's own calls over 20,000
-//     sessions, with the time the server spent in each command they run
-//     (µs a call, or a removed session), from INFO commandstats; a
+//   - update_token, add_to_cart and clean_sessions: the Store's own calls
+//     over 20,000 sessions, with the time the server spent in each command
+//     they run (µs a call, or a removed session), from INFO commandstats; a
 //     script's time includes the commands it runs.
+//   - book_add_to_cart: the book's add_to_cart, one HSET a call, as the
+//     peers send it, over as many carts: what the cart script is measured
+//     against.
 //
 // Run it with
 //
@@ -85,6 +88,36 @@ func BenchmarkServerCost(b *testing.B) {
 		})
 		b.ReportMetric(cpu.Seconds()*1e6/float64(b.N), "server-µs/op")
 		reportCommands(b, c, b.N, "op", "evalsha", "mget", "set", "zincrby")
+	})
+	b.Run("add_to_cart", func(b *testing.B) {
+		const sessions, items = 20_000, 1_000
+		c := costClient(b, 0)
+		s := mustNew(b, c, rueidisbackend.Options{Prefix: uniquePrefix()})
+		parallelDo(sessions, func(i int) error { return shopSession(s, i, "user-"+strconv.Itoa(i)) })
+		resetStats(b, c)
+		cpu := serverCPU(b, c, func() {
+			rate(b, sessions, func(r *rand.Rand, i int) error {
+				return s.AddToCart(bg, benchToken(i), "item-"+strconv.Itoa(r.IntN(items)), 1+r.IntN(3))
+			})
+		})
+		b.ReportMetric(cpu.Seconds()*1e6/float64(b.N), "server-µs/op")
+		reportCommands(b, c, b.N, "op", "evalsha", "get", "hset", "hlen", "pexpire")
+	})
+	b.Run("book_add_to_cart", func(b *testing.B) {
+		// The book's add_to_cart, HSET of the cart's line, as the peers
+		// send it: one command a call, auto-pipelined.
+		const sessions, items = 20_000, 1_000
+		c := costClient(b, 0)
+		prefix := uniquePrefix()
+		resetStats(b, c)
+		cpu := serverCPU(b, c, func() {
+			rate(b, sessions, func(r *rand.Rand, i int) error {
+				return c.Do(bg, c.B().Hset().Key(prefix+"cart:"+benchToken(i)).FieldValue().
+					FieldValue("item-"+strconv.Itoa(r.IntN(items)), strconv.Itoa(1+r.IntN(3))).Build()).Error()
+			})
+		})
+		b.ReportMetric(cpu.Seconds()*1e6/float64(b.N), "server-µs/op")
+		reportCommands(b, c, b.N, "op", "hset")
 	})
 	b.Run("clean_sessions", func(b *testing.B) {
 		const sessions = 20_000
