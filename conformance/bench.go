@@ -244,15 +244,14 @@ func envInt(b *testing.B, name string, def int) int {
 	return n
 }
 
-// picker returns a random source that picks sessions and a Zipf item
-// picker, both seeded with seed. The measurements of calls on the
-// preloaded sessions pick them with it, at random, serial and parallel
-// alike, as a shop's requests come: taken in order, the
-// sessions of consecutive tokens, created one after another, often sit
-// side by side in memory, which made one goroutine look as fast as 64
-// (with 1,000,000 sessions of the memory backend, UpdateToken ran 1.0-1.2M
-// calls/s from one goroutine over tokens in order, 0.55-0.58M/s over
-// tokens at random).
+// picker returns a random source that picks sessions and a Zipf item picker,
+// both seeded with seed. The measurements of calls on the preloaded sessions
+// pick them with it, at random, serial and parallel alike, as a shop's
+// requests come: taken in order, the sessions of consecutive tokens, created
+// one after another, often sit side by side in memory, which made one
+// goroutine look as fast as 64 (with 1,000,000 sessions of the memory
+// backend, UpdateToken ran 1.0-1.2M calls/s from one goroutine over tokens
+// in order, 0.55-0.58M/s over tokens at random).
 func (p *population) picker(seed uint64) (*rand.Rand, *rand.Zipf) {
 	return rand.New(rand.NewPCG(seed, 0xbe7c4)), p.zipf(seed)
 }
