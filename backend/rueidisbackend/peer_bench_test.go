@@ -34,17 +34,11 @@ func BenchmarkVersusBook(b *testing.B) {
 		unavailable(b, "Redis server", serverErr)
 	}
 	const sessions, items = 20_000, 1_000
-	c := newClient(b, rueidis.ClientOption{InitAddress: []string{server.Addr()}, ForceSingleClient: true})
+	c := costClient(b, 0)
 	s := mustNew(b, c, rueidisbackend.Options{Prefix: uniquePrefix()})
 	book := uniquePrefix()
 	user := func(i int) string { return "user-" + strconv.Itoa(i) }
-	// Items drawn ahead with Zipf popularity (s = 1.1), as shoppers' views
-	// are skewed; each call picks one at random.
-	drawn := make([]string, 1<<16)
-	z := rand.NewZipf(rand.New(rand.NewPCG(1, 2)), 1.1, 1, items-1)
-	for i := range drawn {
-		drawn[i] = "item-" + strconv.FormatUint(z.Uint64(), 10)
-	}
+	drawn := zipfItems(items)
 	item := func(r *rand.Rand) string { return drawn[r.IntN(len(drawn))] }
 	parallelDo(sessions, func(i int) error {
 		if err := s.UpdateToken(bg, benchToken(i), user(i), "item-0"); err != nil {
@@ -164,6 +158,18 @@ func BenchmarkVersusBook(b *testing.B) {
 		b.ReportMetric(retailCPU.Seconds()*1e6/float64(b.N*sessions), "retail-server-µs/op")
 		b.ReportMetric(bookCPU.Seconds()*1e6/float64(b.N*sessions), "book-server-µs/op")
 	})
+}
+
+// zipfItems returns item names drawn ahead, with Zipf popularity (s = 1.1)
+// among items, as shoppers' views are skewed; each call of a benchmark
+// picks one of them at random.
+func zipfItems(items int) []string {
+	drawn := make([]string, 1<<16)
+	z := rand.NewZipf(rand.New(rand.NewPCG(1, 2)), 1.1, 1, uint64(items-1))
+	for i := range drawn {
+		drawn[i] = "item-" + strconv.FormatUint(z.Uint64(), 10)
+	}
+	return drawn
 }
 
 // serverCPU runs f and returns the CPU time the server spent meanwhile

@@ -75,11 +75,7 @@ func BenchmarkServerCost(b *testing.B) {
 		s := mustNew(b, c, rueidisbackend.Options{Prefix: uniquePrefix()})
 		user := func(i int) string { return "user-" + strconv.Itoa(i) }
 		parallelDo(sessions, func(i int) error { return s.UpdateToken(bg, benchToken(i), user(i), "item-0") })
-		z := rand.NewZipf(rand.New(rand.NewPCG(1, 2)), 1.1, 1, items-1)
-		drawn := make([]string, 1<<16)
-		for i := range drawn {
-			drawn[i] = "item-" + strconv.FormatUint(z.Uint64(), 10)
-		}
+		drawn := zipfItems(items)
 		resetStats(b, c)
 		cpu := serverCPU(b, c, func() {
 			rate(b, sessions, func(r *rand.Rand, i int) error {
@@ -253,8 +249,9 @@ func commandUsec(b *testing.B, c rueidis.Client) map[string]float64 {
 	}
 	usec := map[string]float64{}
 	for _, line := range strings.Split(info, "\r\n") {
-		name, fields, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
-		if !ok || name == line {
+		stat, ok := strings.CutPrefix(line, "cmdstat_")
+		name, fields, found := strings.Cut(stat, ":")
+		if !ok || !found {
 			continue
 		}
 		for _, f := range strings.Split(fields, ",") {

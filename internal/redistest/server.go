@@ -24,15 +24,7 @@ func StartServer() (*Server, error) {
 		}
 		return &Server{addr: addr}, nil
 	}
-	ports, err := pickPorts(1, false)
-	if err != nil {
-		return nil, err
-	}
-	p, err := startOwned(ports[0], false)
-	if err != nil {
-		return nil, err
-	}
-	return &Server{addr: p.addr(), proc: p}, nil
+	return startPrivate(nil)
 }
 
 // StartServerUnder starts a private redis-server on a free loopback port
@@ -44,6 +36,13 @@ func StartServerUnder(wrap ...string) (*Server, error) {
 	if len(wrap) == 0 {
 		return nil, errors.New("redistest: StartServerUnder needs a command")
 	}
+	return startPrivate(wrap)
+}
+
+// startPrivate starts a private redis-server on a free loopback port, as
+// the argument of the command wrap if there is one, and waits until it
+// answers.
+func startPrivate(wrap []string) (*Server, error) {
 	ports, err := pickPorts(1, false)
 	if err != nil {
 		return nil, err
