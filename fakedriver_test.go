@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/driver"
 )
 
@@ -49,10 +50,30 @@ func (d *fakeDriver) record(op string, args ...any) error {
 	return d.err
 }
 
+// sid is a session ID as the driver receives it: the hash of a token
+// (see retail.SessionID). A recorded call shows it as id(TOKEN) for the
+// tokens the tests use, so that a test can see that the wrapper hashed
+// the token it was given.
+type sid string
+
+// tokenOf maps the IDs of the tests' tokens back to the tokens.
+var tokenOf = func() map[string]string {
+	m := map[string]string{}
+	for _, t := range []string{secretToken, "new-0b7e", "t", "u", "\xff", strings.Repeat("i", retail.MaxIDLen), strings.Repeat("i", retail.MaxIDLen-1) + "j"} {
+		m[retail.SessionID(t)] = t
+	}
+	return m
+}()
+
 // arg shows an argument in a recorded call: short strings quoted, long ones
 // and byte slices by their length.
 func arg(a any) string {
 	switch v := a.(type) {
+	case sid:
+		if token, ok := tokenOf[string(v)]; ok {
+			return "id(" + arg(token) + ")"
+		}
+		return "id(?)"
 	case string:
 		if len(v) > 40 {
 			return fmt.Sprintf("<%d bytes>", len(v))
@@ -77,19 +98,19 @@ func (d *fakeDriver) closed() int {
 }
 
 func (d *fakeDriver) CheckToken(_ context.Context, token string) (string, bool, error) {
-	return d.user, d.ok, d.record("CheckToken", token)
+	return d.user, d.ok, d.record("CheckToken", sid(token))
 }
 
 func (d *fakeDriver) StartSession(_ context.Context, token, user string) (driver.Status, error) {
-	return d.status, d.record("StartSession", token, user)
+	return d.status, d.record("StartSession", sid(token), user)
 }
 
 func (d *fakeDriver) RefreshSession(_ context.Context, token, item string) (string, bool, error) {
-	return d.user, d.ok, d.record("RefreshSession", token, item)
+	return d.user, d.ok, d.record("RefreshSession", sid(token), item)
 }
 
 func (d *fakeDriver) RenewSession(_ context.Context, token, newToken, user string) (driver.Status, error) {
-	return d.status, d.record("RenewSession", token, newToken, user)
+	return d.status, d.record("RenewSession", sid(token), sid(newToken), user)
 }
 
 func (d *fakeDriver) UserSessions(_ context.Context, user string) ([]driver.SessionInfo, error) {
@@ -101,31 +122,31 @@ func (d *fakeDriver) LogoutUser(_ context.Context, user string) (int, error) {
 }
 
 func (d *fakeDriver) SetValue(_ context.Context, token, key string, value []byte) (driver.Status, error) {
-	return d.status, d.record("SetValue", token, key, value)
+	return d.status, d.record("SetValue", sid(token), key, value)
 }
 
 func (d *fakeDriver) Value(_ context.Context, token, key string) ([]byte, bool, error) {
-	return d.data, d.ok, d.record("Value", token, key)
+	return d.data, d.ok, d.record("Value", sid(token), key)
 }
 
 func (d *fakeDriver) PopValue(_ context.Context, token, key string) ([]byte, bool, error) {
-	return d.data, d.ok, d.record("PopValue", token, key)
+	return d.data, d.ok, d.record("PopValue", sid(token), key)
 }
 
 func (d *fakeDriver) DeleteValue(_ context.Context, token, key string) error {
-	return d.record("DeleteValue", token, key)
+	return d.record("DeleteValue", sid(token), key)
 }
 
 func (d *fakeDriver) UpdateToken(_ context.Context, token, user, item string) error {
-	return d.record("UpdateToken", token, user, item)
+	return d.record("UpdateToken", sid(token), user, item)
 }
 
 func (d *fakeDriver) RecentItems(_ context.Context, token string) ([]string, error) {
-	return d.items, d.record("RecentItems", token)
+	return d.items, d.record("RecentItems", sid(token))
 }
 
 func (d *fakeDriver) Logout(_ context.Context, token string) error {
-	return d.record("Logout", token)
+	return d.record("Logout", sid(token))
 }
 
 func (d *fakeDriver) SessionCount(context.Context) (int, error) {
@@ -137,15 +158,15 @@ func (d *fakeDriver) CleanSessions(_ context.Context, keep, max int) (int, error
 }
 
 func (d *fakeDriver) AddToCart(_ context.Context, token, item string, count int) (driver.Status, error) {
-	return d.status, d.record("AddToCart", token, item, count)
+	return d.status, d.record("AddToCart", sid(token), item, count)
 }
 
 func (d *fakeDriver) IncrementCart(_ context.Context, token, item string, n int) (int, driver.Status, error) {
-	return d.count, d.status, d.record("IncrementCart", token, item, n)
+	return d.count, d.status, d.record("IncrementCart", sid(token), item, n)
 }
 
 func (d *fakeDriver) Cart(_ context.Context, token string) (map[string]int, error) {
-	return d.cart, d.record("Cart", token)
+	return d.cart, d.record("Cart", sid(token))
 }
 
 func (d *fakeDriver) Page(_ context.Context, key string) ([]byte, bool, error) {

@@ -140,8 +140,24 @@ type Sessions interface {
 	// first by creation. Guests have none.
 	UserSessions(ctx context.Context, user string) ([]SessionInfo, error)
 
+	// EndSession ends the session that UserSessions listed with id (see
+	// [SessionInfo]), as Logout ends a token's: a "your devices" page logs
+	// one device out with it. An id that names no session does nothing and
+	// returns nil; a string that is no session ID at all returns an error
+	// matching [ErrInvalid].
+	EndSession(ctx context.Context, id string) error
+
 	// LogoutUser ends every session logged in as user (log out
-	// everywhere), as Logout does each, and returns how many it ended.
+	// everywhere) and returns how many live ones it ended. It ends every
+	// session of user logged in at or before the millisecond of the Store's
+	// clock in which LogoutUser began: those it finds in the user's index,
+	// and also any it cannot find there, such as one that a RenewSession
+	// or StartSession running at the same time creates, or one whose
+	// index entry a failover lost. From the call on, every call treats
+	// such a session as absent. A session logged in after that
+	// millisecond is not ended. Across processes, the instant is read from
+	// each process's clock, so clocks that disagree by d move the line by
+	// up to d.
 	LogoutUser(ctx context.Context, user string) (int, error)
 
 	// SessionCount returns the number of sessions the Store holds: live
@@ -178,7 +194,11 @@ type Sessions interface {
 // SessionInfo describes a live session, as [Sessions.UserSessions] lists
 // them.
 type SessionInfo struct {
-	Token    string
+	// ID names the session for [Sessions.EndSession]. It is not the
+	// session's token: Stores keep only a hash of each token (see the
+	// package documentation, "Tokens at rest"), and an ID used as a token
+	// names no session. It is safe to show the session's owner.
+	ID       string
 	User     string
 	Created  time.Time // when it was started, or last logged in (see RenewSession)
 	LastSeen time.Time // its last refresh

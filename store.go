@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/retailkit/retail/driver"
+	"github.com/retailkit/retail/internal/sessionid"
 )
 
 // NewStore returns the Store over a backend's driver: the one front door of
@@ -58,7 +59,7 @@ func (s *store) CheckToken(ctx context.Context, token string) (string, bool, err
 	if err := s.begin(ctx); err != nil {
 		return "", false, fail(op, tokenArg(token), err)
 	}
-	user, ok, err := s.d.CheckToken(ctx, token)
+	user, ok, err := s.d.CheckToken(ctx, sessionid.Of(token))
 	if err != nil {
 		return "", false, fail(op, tokenArg(token), err)
 	}
@@ -76,7 +77,7 @@ func (s *store) StartSession(ctx context.Context, token, user string) (bool, err
 	if err := s.begin(ctx); err != nil {
 		return false, fail(op, tokenArg(token), err)
 	}
-	st, err := s.d.StartSession(ctx, token, user)
+	st, err := s.d.StartSession(ctx, sessionid.Of(token), user)
 	if err != nil {
 		return false, fail(op, tokenArg(token), err)
 	}
@@ -100,7 +101,7 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 	if err := s.begin(ctx); err != nil {
 		return "", false, fail(op, tokenArg(token), err)
 	}
-	user, ok, err := s.d.RefreshSession(ctx, token, item)
+	user, ok, err := s.d.RefreshSession(ctx, sessionid.Of(token), item)
 	if err != nil {
 		return "", false, fail(op, tokenArg(token), err)
 	}
@@ -115,7 +116,7 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string) 
 	if err := s.begin(ctx); err != nil {
 		return false, fail(op, tokenArg(token), err)
 	}
-	st, err := s.d.RenewSession(ctx, token, newToken, user)
+	st, err := s.d.RenewSession(ctx, sessionid.Of(token), sessionid.Of(newToken), user)
 	switch {
 	case err != nil:
 		return false, fail(op, tokenArg(token), err)
@@ -168,7 +169,7 @@ func (s *store) SetValue(ctx context.Context, token, key string, value []byte) e
 	if err := s.begin(ctx); err != nil {
 		return fail(op, tokenArg(token), err)
 	}
-	st, err := s.d.SetValue(ctx, token, key, value)
+	st, err := s.d.SetValue(ctx, sessionid.Of(token), key, value)
 	switch {
 	case err != nil:
 		return fail(op, tokenArg(token), err)
@@ -195,7 +196,7 @@ func (s *store) readValue(ctx context.Context, op, token, key string, read func(
 	if err := s.begin(ctx); err != nil {
 		return nil, false, fail(op, tokenArg(token), err)
 	}
-	v, ok, err := read(ctx, token, key)
+	v, ok, err := read(ctx, sessionid.Of(token), key)
 	if err != nil {
 		return nil, false, fail(op, tokenArg(token), err)
 	}
@@ -210,7 +211,7 @@ func (s *store) DeleteValue(ctx context.Context, token, key string) error {
 	if err := s.begin(ctx); err != nil {
 		return fail(op, tokenArg(token), err)
 	}
-	if err := s.d.DeleteValue(ctx, token, key); err != nil {
+	if err := s.d.DeleteValue(ctx, sessionid.Of(token), key); err != nil {
 		return fail(op, tokenArg(token), err)
 	}
 	return nil
@@ -224,7 +225,7 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	if err := s.begin(ctx); err != nil {
 		return fail(op, tokenArg(token), err)
 	}
-	if err := s.d.UpdateToken(ctx, token, user, item); err != nil {
+	if err := s.d.UpdateToken(ctx, sessionid.Of(token), user, item); err != nil {
 		return fail(op, tokenArg(token), err)
 	}
 	return nil
@@ -238,7 +239,7 @@ func (s *store) RecentItems(ctx context.Context, token string) ([]string, error)
 	if err := s.begin(ctx); err != nil {
 		return nil, fail(op, tokenArg(token), err)
 	}
-	items, err := s.d.RecentItems(ctx, token)
+	items, err := s.d.RecentItems(ctx, sessionid.Of(token))
 	if err != nil {
 		return nil, fail(op, tokenArg(token), err)
 	}
@@ -253,8 +254,25 @@ func (s *store) Logout(ctx context.Context, token string) error {
 	if err := s.begin(ctx); err != nil {
 		return fail(op, tokenArg(token), err)
 	}
-	if err := s.d.Logout(ctx, token); err != nil {
+	if err := s.d.Logout(ctx, sessionid.Of(token)); err != nil {
 		return fail(op, tokenArg(token), err)
+	}
+	s.stats.logouts.Add(1)
+	return nil
+}
+
+// EndSession ends the session that UserSessions lists with id, as Logout
+// ends a token's.
+func (s *store) EndSession(ctx context.Context, id string) error {
+	const op = "EndSession"
+	if !sessionid.Valid(id) {
+		return invalid(op, "id", "not a session ID from UserSessions")
+	}
+	if err := s.begin(ctx); err != nil {
+		return fail(op, keyArg("id", id), err)
+	}
+	if err := s.d.Logout(ctx, id); err != nil {
+		return fail(op, keyArg("id", id), err)
 	}
 	s.stats.logouts.Add(1)
 	return nil
@@ -316,7 +334,7 @@ func (s *store) AddToCart(ctx context.Context, token, item string, count int) er
 	if err := s.begin(ctx); err != nil {
 		return fail(op, tokenArg(token), err)
 	}
-	st, err := s.d.AddToCart(ctx, token, item, count)
+	st, err := s.d.AddToCart(ctx, sessionid.Of(token), item, count)
 	return cartStatus(op, token, st, err)
 }
 
@@ -328,7 +346,7 @@ func (s *store) IncrementCart(ctx context.Context, token, item string, n int) (i
 	if err := s.begin(ctx); err != nil {
 		return 0, fail(op, tokenArg(token), err)
 	}
-	count, st, err := s.d.IncrementCart(ctx, token, item, n)
+	count, st, err := s.d.IncrementCart(ctx, sessionid.Of(token), item, n)
 	if err := cartStatus(op, token, st, err); err != nil {
 		return 0, err
 	}
@@ -358,7 +376,7 @@ func (s *store) Cart(ctx context.Context, token string) (map[string]int, error) 
 	if err := s.begin(ctx); err != nil {
 		return nil, fail(op, tokenArg(token), err)
 	}
-	cart, err := s.d.Cart(ctx, token)
+	cart, err := s.d.Cart(ctx, sessionid.Of(token))
 	if err != nil {
 		return nil, fail(op, tokenArg(token), err)
 	}
@@ -570,3 +588,9 @@ func (s *store) Close() error {
 	}
 	return nil
 }
+
+// SessionID returns the ID under which a Store keeps token's session, as
+// [SessionInfo].ID gives it: a hash of the token, from which the token
+// cannot be found. A "your devices" page uses it to tell the visitor's own
+// session among those UserSessions lists.
+func SessionID(token string) string { return sessionid.Of(token) }

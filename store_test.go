@@ -44,31 +44,34 @@ const secretToken = "tok-6f1d2c9a"
 func storeCalls() []storeCall {
 	const tokenKey = `token "tok-"…`
 	return []storeCall{
-		{"StartSession", tokenKey, `StartSession("tok-6f1d2c9a", "alice")`, func(ctx context.Context, s retail.Store) error {
+		{"StartSession", tokenKey, `StartSession(id("tok-6f1d2c9a"), "alice")`, func(ctx context.Context, s retail.Store) error {
 			_, err := s.StartSession(ctx, secretToken, "alice")
 			return err
 		}},
-		{"CheckToken", tokenKey, `CheckToken("tok-6f1d2c9a")`, func(ctx context.Context, s retail.Store) error {
+		{"CheckToken", tokenKey, `CheckToken(id("tok-6f1d2c9a"))`, func(ctx context.Context, s retail.Store) error {
 			_, _, err := s.CheckToken(ctx, secretToken)
 			return err
 		}},
-		{"RefreshSession", tokenKey, `RefreshSession("tok-6f1d2c9a", "item-1")`, func(ctx context.Context, s retail.Store) error {
+		{"RefreshSession", tokenKey, `RefreshSession(id("tok-6f1d2c9a"), "item-1")`, func(ctx context.Context, s retail.Store) error {
 			_, _, err := s.RefreshSession(ctx, secretToken, "item-1")
 			return err
 		}},
-		{"UpdateToken", tokenKey, `UpdateToken("tok-6f1d2c9a", "alice", "item-1")`, func(ctx context.Context, s retail.Store) error {
+		{"UpdateToken", tokenKey, `UpdateToken(id("tok-6f1d2c9a"), "alice", "item-1")`, func(ctx context.Context, s retail.Store) error {
 			return s.UpdateToken(ctx, secretToken, "alice", "item-1")
 		}},
-		{"RenewSession", tokenKey, `RenewSession("tok-6f1d2c9a", "new-0b7e", "alice")`, func(ctx context.Context, s retail.Store) error {
+		{"RenewSession", tokenKey, `RenewSession(id("tok-6f1d2c9a"), id("new-0b7e"), "alice")`, func(ctx context.Context, s retail.Store) error {
 			_, err := s.RenewSession(ctx, secretToken, "new-0b7e", "alice")
 			return err
 		}},
-		{"RecentItems", tokenKey, `RecentItems("tok-6f1d2c9a")`, func(ctx context.Context, s retail.Store) error {
+		{"RecentItems", tokenKey, `RecentItems(id("tok-6f1d2c9a"))`, func(ctx context.Context, s retail.Store) error {
 			_, err := s.RecentItems(ctx, secretToken)
 			return err
 		}},
-		{"Logout", tokenKey, `Logout("tok-6f1d2c9a")`, func(ctx context.Context, s retail.Store) error {
+		{"Logout", tokenKey, `Logout(id("tok-6f1d2c9a"))`, func(ctx context.Context, s retail.Store) error {
 			return s.Logout(ctx, secretToken)
+		}},
+		{"EndSession", `id "` + retail.SessionID(secretToken) + `"`, `Logout(id("tok-6f1d2c9a"))`, func(ctx context.Context, s retail.Store) error {
+			return s.EndSession(ctx, retail.SessionID(secretToken))
 		}},
 		{"UserSessions", `user "alice"`, `UserSessions("alice")`, func(ctx context.Context, s retail.Store) error {
 			_, err := s.UserSessions(ctx, "alice")
@@ -86,28 +89,28 @@ func storeCalls() []storeCall {
 			_, err := s.CleanSessions(ctx, 10, 100)
 			return err
 		}},
-		{"SetValue", tokenKey, `SetValue("tok-6f1d2c9a", "flash", <5 bytes>)`, func(ctx context.Context, s retail.Store) error {
+		{"SetValue", tokenKey, `SetValue(id("tok-6f1d2c9a"), "flash", <5 bytes>)`, func(ctx context.Context, s retail.Store) error {
 			return s.SetValue(ctx, secretToken, "flash", []byte("saved"))
 		}},
-		{"Value", tokenKey, `Value("tok-6f1d2c9a", "flash")`, func(ctx context.Context, s retail.Store) error {
+		{"Value", tokenKey, `Value(id("tok-6f1d2c9a"), "flash")`, func(ctx context.Context, s retail.Store) error {
 			_, _, err := s.Value(ctx, secretToken, "flash")
 			return err
 		}},
-		{"PopValue", tokenKey, `PopValue("tok-6f1d2c9a", "flash")`, func(ctx context.Context, s retail.Store) error {
+		{"PopValue", tokenKey, `PopValue(id("tok-6f1d2c9a"), "flash")`, func(ctx context.Context, s retail.Store) error {
 			_, _, err := s.PopValue(ctx, secretToken, "flash")
 			return err
 		}},
-		{"DeleteValue", tokenKey, `DeleteValue("tok-6f1d2c9a", "flash")`, func(ctx context.Context, s retail.Store) error {
+		{"DeleteValue", tokenKey, `DeleteValue(id("tok-6f1d2c9a"), "flash")`, func(ctx context.Context, s retail.Store) error {
 			return s.DeleteValue(ctx, secretToken, "flash")
 		}},
-		{"AddToCart", tokenKey, `AddToCart("tok-6f1d2c9a", "item-1", 2)`, func(ctx context.Context, s retail.Store) error {
+		{"AddToCart", tokenKey, `AddToCart(id("tok-6f1d2c9a"), "item-1", 2)`, func(ctx context.Context, s retail.Store) error {
 			return s.AddToCart(ctx, secretToken, "item-1", 2)
 		}},
-		{"IncrementCart", tokenKey, `IncrementCart("tok-6f1d2c9a", "item-1", -3)`, func(ctx context.Context, s retail.Store) error {
+		{"IncrementCart", tokenKey, `IncrementCart(id("tok-6f1d2c9a"), "item-1", -3)`, func(ctx context.Context, s retail.Store) error {
 			_, err := s.IncrementCart(ctx, secretToken, "item-1", -3)
 			return err
 		}},
-		{"Cart", tokenKey, `Cart("tok-6f1d2c9a")`, func(ctx context.Context, s retail.Store) error {
+		{"Cart", tokenKey, `Cart(id("tok-6f1d2c9a"))`, func(ctx context.Context, s retail.Store) error {
 			_, err := s.Cart(ctx, secretToken)
 			return err
 		}},
@@ -367,7 +370,7 @@ func TestStore_MapsDriverStatuses(t *testing.T) {
 		do   func(ctx context.Context, s retail.Store) (any, error)
 		want map[driver.Status]statusOutcome
 	}{
-		{"StartSession", `StartSession("tok-6f1d2c9a", "alice")`,
+		{"StartSession", `StartSession(id("tok-6f1d2c9a"), "alice")`,
 			func(ctx context.Context, s retail.Store) (any, error) {
 				return s.StartSession(ctx, secretToken, "alice")
 			},
@@ -375,7 +378,7 @@ func TestStore_MapsDriverStatuses(t *testing.T) {
 				driver.OK:     {result: true},
 				driver.Exists: {result: false},
 			}},
-		{"RenewSession", `RenewSession("tok-6f1d2c9a", "new-0b7e", "")`,
+		{"RenewSession", `RenewSession(id("tok-6f1d2c9a"), id("new-0b7e"), "")`,
 			func(ctx context.Context, s retail.Store) (any, error) {
 				return s.RenewSession(ctx, secretToken, "new-0b7e", "")
 			},
@@ -384,7 +387,7 @@ func TestStore_MapsDriverStatuses(t *testing.T) {
 				driver.NoSession: {result: false},
 				driver.Exists:    {result: false, invalidArg: "newToken"},
 			}},
-		{"SetValue", `SetValue("tok-6f1d2c9a", "flash", <0 bytes>)`,
+		{"SetValue", `SetValue(id("tok-6f1d2c9a"), "flash", <0 bytes>)`,
 			func(ctx context.Context, s retail.Store) (any, error) {
 				return nil, s.SetValue(ctx, secretToken, "flash", []byte{})
 			},
@@ -393,7 +396,7 @@ func TestStore_MapsDriverStatuses(t *testing.T) {
 				driver.NoSession: {noSession: true},
 				driver.Full:      {invalidArg: "key"},
 			}},
-		{"AddToCart", `AddToCart("tok-6f1d2c9a", "item-1", 2)`,
+		{"AddToCart", `AddToCart(id("tok-6f1d2c9a"), "item-1", 2)`,
 			func(ctx context.Context, s retail.Store) (any, error) {
 				return nil, s.AddToCart(ctx, secretToken, "item-1", 2)
 			},
@@ -402,7 +405,7 @@ func TestStore_MapsDriverStatuses(t *testing.T) {
 				driver.NoSession: {noSession: true},
 				driver.Full:      {invalidArg: "item"},
 			}},
-		{"IncrementCart", `IncrementCart("tok-6f1d2c9a", "item-1", 5)`,
+		{"IncrementCart", `IncrementCart(id("tok-6f1d2c9a"), "item-1", 5)`,
 			func(ctx context.Context, s retail.Store) (any, error) {
 				return s.IncrementCart(ctx, secretToken, "item-1", 5)
 			},
@@ -571,16 +574,16 @@ func TestStore_TopItemsConverts(t *testing.T) {
 func TestStore_UserSessionsConverts(t *testing.T) {
 	created := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
 	d := &fakeDriver{sessions: []driver.SessionInfo{
-		{Token: "tok-1", User: "alice", Created: created, LastSeen: created.Add(time.Minute)},
-		{Token: "tok-2", User: "alice", Created: created.Add(time.Hour), LastSeen: created.Add(2 * time.Hour)},
+		{ID: "tok-1", User: "alice", Created: created, LastSeen: created.Add(time.Minute)},
+		{ID: "tok-2", User: "alice", Created: created.Add(time.Hour), LastSeen: created.Add(2 * time.Hour)},
 	}}
 	got, err := retail.NewStore(d).UserSessions(t.Context(), "alice")
 	if err != nil {
 		t.Fatalf("UserSessions(\"alice\") = %v", err)
 	}
 	want := []retail.SessionInfo{
-		{Token: "tok-1", User: "alice", Created: created, LastSeen: created.Add(time.Minute)},
-		{Token: "tok-2", User: "alice", Created: created.Add(time.Hour), LastSeen: created.Add(2 * time.Hour)},
+		{ID: "tok-1", User: "alice", Created: created, LastSeen: created.Add(time.Minute)},
+		{ID: "tok-2", User: "alice", Created: created.Add(time.Hour), LastSeen: created.Add(2 * time.Hour)},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("UserSessions(\"alice\") mismatch (-want +got):\n%s", diff)
@@ -644,4 +647,15 @@ func TestStore_CloseReturnsDriverErrorOnce(t *testing.T) {
 	_, err = s.SessionCount(t.Context())
 	wantOpError(t, "SessionCount() after a failed Close", err, "SessionCount", "", retail.ErrClosed)
 	wantNoDriverCalls(t, d, "SessionCount() after a failed Close")
+}
+
+func TestStore_EndSessionRefusesWhatIsNoSessionID(t *testing.T) {
+	for _, id := range []string{"", secretToken, retail.SessionID(secretToken) + "x", "abc}defghijklmnopqrstu", strings.Repeat("\x00", 22)} {
+		d := &fakeDriver{}
+		err := retail.NewStore(d).EndSession(t.Context(), id)
+		if !errors.Is(err, retail.ErrInvalid) {
+			t.Errorf("EndSession(%q) = %v, want an error matching ErrInvalid", id, err)
+		}
+		wantNoDriverCalls(t, d, fmt.Sprintf("EndSession(%q)", id))
+	}
 }

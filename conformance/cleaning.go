@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"github.com/retailkit/retail"
 	"slices"
 	"time"
 )
@@ -50,7 +51,7 @@ func wantAlive(h *harness, tokens []string, alive ...string) {
 			h.wantRecent(token, "item-"+token)
 			h.wantCart(token, map[string]int{"item-" + token: 1})
 			h.wantValue(token, "flash", token)
-			if got := h.userSessions("user-" + token); len(got) != 1 || got[0].Token != token {
+			if got := h.userSessions("user-" + token); len(got) != 1 || got[0].ID != retail.SessionID(token) {
 				h.t.Errorf("UserSessions(%q) = %+v, want %q's session", "user-"+token, got, token)
 			}
 		} else {

@@ -21,7 +21,7 @@ var expiryTests = []behaviour{
 	{name: "Expiry_LifetimeEndsRefreshedSession", test: testExpiryLifetime},
 	{name: "Expiry_LoginRestartsLifetime", test: testExpiryLoginRestarts},
 	{name: "Expiry_RenewalKeepsLifetime", test: testExpiryRenewalKeeps},
-	{name: "Expiry_UpdateTokenKeepsLifetime", test: testExpiryUpdateTokenKeeps},
+	{name: "Expiry_UpdateTokenKeepsLifetimeUntilUserChanges", test: testExpiryUpdateTokenKeeps},
 	{name: "Expiry_CleanRemovesIdleSessionsBeyondKeep", test: testExpiryCleanIdle},
 	{name: "Expiry_CleanRemovesIdleThenOldest", test: testExpiryCleanIdleThenOldest},
 	{name: "Expiry_SessionCountCountsHeldSessions", test: testExpirySessionCount},
@@ -63,7 +63,7 @@ func (h *harness) wantLive(token, user string) {
 	h.wantValue(token, "flash", "hello")
 	found := false
 	for _, info := range h.userSessions(user) {
-		found = found || info.Token == token
+		found = found || info.ID == retail.SessionID(token)
 	}
 	if !found {
 		h.t.Errorf("UserSessions(%q) does not list live %q", user, token)
@@ -261,9 +261,6 @@ func testExpiryUpdateTokenKeeps(h *harness) {
 		h.clock.Advance(20 * time.Minute)
 		h.update("tok-1", "alice", "")
 	}
-	h.clock.Set(end.Add(-time.Millisecond))
-	h.update("tok-1", "bob", "")
-	h.wantUserSessions("bob", info("tok-1", "bob", t0, h.now()))
 	h.clock.Set(end)
 	h.wantNoSession("tok-1")
 	// UpdateToken then starts a new session, with a lifetime of its own.
@@ -271,6 +268,20 @@ func testExpiryUpdateTokenKeeps(h *harness) {
 	h.wantRecent("tok-1", "item-b")
 	h.wantCart("tok-1", nil)
 	h.wantUserSessions("bob", info("tok-1", "bob", end, end))
+	// A change of user is a login: the lifetime starts again, the data
+	// stays.
+	h.addToCart("tok-1", "item-b", 1)
+	end2 := end.Add(lifetime)
+	for h.clock.Now().Add(20 * time.Minute).Before(end2) {
+		h.clock.Advance(20 * time.Minute)
+		h.update("tok-1", "bob", "")
+	}
+	h.clock.Set(end2.Add(-time.Millisecond))
+	h.update("tok-1", "carol", "")
+	h.clock.Set(end2)
+	h.wantUser("tok-1", "carol")
+	h.wantCart("tok-1", map[string]int{"item-b": 1})
+	h.wantUserSessions("carol", info("tok-1", "carol", end2.Add(-time.Millisecond), end2.Add(-time.Millisecond)))
 }
 
 // expiredSessions starts five sessions a second apart and moves the clock

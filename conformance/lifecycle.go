@@ -144,11 +144,12 @@ func testUpdateTokenCreatesOrRefreshes(h *harness) {
 	h.wantUserSessions("alice", info("tok-1", "alice", t0, t1))
 	h.wantRecent("tok-1", "item-b", "item-a")
 	h.wantCount(1)
-	// It sets the user too, keeping the session's creation.
+	// It sets the user too, keeping the session's data; a change of user
+	// is a login, which starts the lifetime again.
 	h.addToCart("tok-1", "item-a", 1)
 	h.update("tok-1", "bob", "")
 	h.wantUser("tok-1", "bob")
-	h.wantUserSessions("bob", info("tok-1", "bob", t0, t1))
+	h.wantUserSessions("bob", info("tok-1", "bob", t1, t1))
 	h.wantUserSessions("alice")
 	h.wantCart("tok-1", map[string]int{"item-a": 1})
 }

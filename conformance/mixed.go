@@ -36,7 +36,7 @@ func wantCartShape(t testing.TB, token string, cart map[string]int, items []stri
 func wantOwnSession(t testing.TB, token string, infos []retail.SessionInfo) {
 	t.Helper()
 	for _, in := range infos {
-		if len(infos) > 1 || in.Token != token || in.User != userOf(token) {
+		if len(infos) > 1 || in.ID != retail.SessionID(token) || in.User != userOf(token) {
 			t.Errorf("UserSessions(%q) = %+v, want at most %q's session", userOf(token), infos, token)
 			return
 		}

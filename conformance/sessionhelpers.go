@@ -3,6 +3,8 @@ package conformance
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -135,6 +137,13 @@ func (h *harness) userSessions(user string) []retail.SessionInfo {
 // compare with time.Time.Equal, so their location does not matter.
 func (h *harness) wantUserSessions(user string, want ...retail.SessionInfo) {
 	h.t.Helper()
+	// UserSessions lists them oldest first, then by ID.
+	slices.SortStableFunc(want, func(a, b retail.SessionInfo) int {
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
 	if diff := cmp.Diff(want, h.userSessions(user), equateEmpty); diff != "" {
 		h.t.Errorf("UserSessions(%q) mismatch (-want +got):\n%s", user, diff)
 	}
@@ -144,7 +153,7 @@ func (h *harness) wantUserSessions(user string, want ...retail.SessionInfo) {
 func (h *harness) wantUnlisted(user, token string) {
 	h.t.Helper()
 	for _, info := range h.userSessions(user) {
-		if info.Token == token {
+		if info.ID == retail.SessionID(token) {
 			h.t.Errorf("UserSessions(%q) lists %q (%+v), want it gone", user, token, info)
 		}
 	}
@@ -161,7 +170,7 @@ func (h *harness) logoutUser(user string) int {
 
 // info is a SessionInfo; it keeps expected UserSessions results short.
 func info(token, user string, created, lastSeen time.Time) retail.SessionInfo {
-	return retail.SessionInfo{Token: token, User: user, Created: created, LastSeen: lastSeen}
+	return retail.SessionInfo{ID: retail.SessionID(token), User: user, Created: created, LastSeen: lastSeen}
 }
 
 // wantErr asserts that a call failed with an error matching target; call

@@ -222,7 +222,7 @@ const (
 
 // SessionInfo describes a live session, as UserSessions lists them.
 type SessionInfo struct {
-	Token    string
+	ID       string // the session's ID, as the driver's calls take it
 	User     string
 	Created  time.Time
 	LastSeen time.Time

@@ -385,7 +385,7 @@ func TestSessionManager_RenewChangesTheTokenAndKeepsTheUser(t *testing.T) {
 			}
 			// Renew keeps the lifetime: the session was created at login.
 			infos, err := s.UserSessions(ctx, "alice")
-			if err != nil || len(infos) != 1 || infos[0].Token != v.session.Token || !infos[0].Created.Equal(epoch) {
+			if err != nil || len(infos) != 1 || infos[0].ID != retail.SessionID(v.session.Token) || !infos[0].Created.Equal(epoch) {
 				t.Errorf("UserSessions(alice) = %+v, %v, want the renewed session, created at login (%v)", infos, err, epoch)
 			}
 		})

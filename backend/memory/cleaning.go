@@ -29,6 +29,7 @@ const cleanChunk = 1024
 // within the idle timeout.
 func (s *store) CleanSessions(ctx context.Context, keep, max int) (int, error) {
 	now := s.now()
+	s.pruneLoggedOut(now)
 	removed := 0
 	var began [shardCount]uint64 // each shard's seq when the pass began
 	for first := true; removed < max; first = false {
@@ -124,4 +125,19 @@ func (h *byOldest) Pop() any {
 	sh := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return sh
+}
+
+// pruneLoggedOut forgets the LogoutUser instants that end nothing more: a
+// session logged in at or before one lifetime ago has expired whatever it
+// records.
+func (s *store) pruneLoggedOut(now int64) {
+	if !s.anyLoggedOut.Load() {
+		return
+	}
+	s.loggedOut.Range(func(user, at any) bool {
+		if at.(int64)+s.lifetime <= now {
+			s.loggedOut.CompareAndDelete(user, at)
+		}
+		return true
+	})
 }

@@ -170,9 +170,12 @@ func randomCalls(t *testing.T, s *store, clock *retail.ManualClock, r *rand.Rand
 	tokens := []string{"t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7"}
 	users := []string{"", "", "alice", "bob", "carol"}
 	model := map[string]modelSession{}
+	loggedOut := map[string]int64{} // user -> the ms of their last LogoutUser
 	live := func(token string, now int64) (modelSession, bool) {
 		m, ok := model[token]
-		return m, ok && now < m.lastSeen+idle.Milliseconds() && now < m.created+lifetime.Milliseconds()
+		at, out := loggedOut[m.user]
+		revoked := m.user != "" && out && m.created <= at
+		return m, ok && now < m.lastSeen+idle.Milliseconds() && now < m.created+lifetime.Milliseconds() && !revoked
 	}
 	for step := range 2000 {
 		now := clock.Now().UnixMilli()
@@ -206,8 +209,8 @@ func randomCalls(t *testing.T, s *store, clock *retail.ManualClock, r *rand.Rand
 			}
 			call = fmt.Sprintf("UpdateToken(%q, %q, \"\")", token, user)
 			s.UpdateToken(ctx, token, user, "")
-			if !isLive {
-				m.created = now
+			if !isLive || m.user != user {
+				m.created = now // a new session, or a login
 			}
 			model[token] = modelSession{user, m.created, now}
 		case 5, 6:
@@ -248,6 +251,7 @@ func randomCalls(t *testing.T, s *store, clock *retail.ManualClock, r *rand.Rand
 					delete(model, tok)
 				}
 			}
+			loggedOut[user] = now
 			if n != want {
 				t.Fatalf("step %d: %s = %d, model says %d", step, call, n, want)
 			}
@@ -259,7 +263,7 @@ func randomCalls(t *testing.T, s *store, clock *retail.ManualClock, r *rand.Rand
 			infos, _ := s.UserSessions(ctx, user)
 			var got, want []string
 			for _, in := range infos {
-				got = append(got, fmt.Sprintf("%s@%d", in.Token, in.Created.UnixMilli()))
+				got = append(got, fmt.Sprintf("%s@%d", in.ID, in.Created.UnixMilli()))
 			}
 			for tok, m := range model {
 				if _, ok := live(tok, now); ok && m.user == user {

@@ -96,6 +96,14 @@ type store struct {
 	users  [shardCount]userShard // the index by user (users.go)
 	count  atomic.Int64          // sessions held in all shards
 
+	// loggedOut maps a user to the Unix ms of their last LogoutUser: a
+	// session of theirs logged in at or before it is over (see revoked).
+	// Entries older than a lifetime end nothing more and are pruned by
+	// cleaning. anyLoggedOut spares every request the map while it is
+	// empty.
+	loggedOut    sync.Map
+	anyLoggedOut atomic.Bool
+
 	views viewCounts
 
 	pageMu    sync.Mutex

@@ -14,7 +14,7 @@ import (
 type session struct {
 	token    string
 	user     string // "" for a guest
-	created  int64  // Unix ms: started, or last logged in by RenewSession
+	created  int64  // Unix ms: started, or last logged in (RenewSession, or UpdateToken with another user)
 	lastSeen int64  // Unix ms; it never goes back
 	seq      uint64 // its shard's seq when lastSeen was last set
 	moved    bool   // seen since it was put in byAge (see sessionList)
@@ -26,10 +26,23 @@ type session struct {
 	prevOfUser, nextOfUser *session // among user's sessions (see users.go)
 }
 
-// live reports whether x is live at now: seen within the idle timeout and
-// started within the lifetime.
+// live reports whether x is live at now: seen within the idle timeout,
+// started within the lifetime and not logged in at or before its user's
+// last LogoutUser.
 func (s *store) live(x *session, now int64) bool {
-	return now < x.lastSeen+s.idle && now < x.created+s.lifetime
+	return now < x.lastSeen+s.idle && now < x.created+s.lifetime && !s.revoked(x)
+}
+
+// revoked reports whether x was logged in at or before the millisecond in
+// which its user's last LogoutUser began. LogoutUser drops every session it
+// finds; this catches those it could not, in the same millisecond, so that
+// every backend draws the line where the Redis one must.
+func (s *store) revoked(x *session) bool {
+	if x.user == "" || !s.anyLoggedOut.Load() {
+		return false
+	}
+	at, ok := s.loggedOut.Load(x.user)
+	return ok && x.created <= at.(int64)
 }
 
 // liveSession returns token's session if it is live at now, or nil. An
@@ -71,13 +84,15 @@ func (s *store) newSession(sh *sessionShard, token, user string, now int64) *ses
 	return x
 }
 
-// setUser logs x in as user. x's shard must be locked.
-func (s *store) setUser(x *session, user string) {
+// setUser logs x in as user at now, which starts its lifetime again if the
+// user changes. x's shard must be locked.
+func (s *store) setUser(x *session, user string, now int64) {
 	if x.user == user {
 		return
 	}
 	s.unindex(x)
 	x.user = strings.Clone(user)
+	x.created = now
 	s.index(x)
 }
 
@@ -160,7 +175,7 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	if x == nil {
 		x = s.newSession(sh, token, user, now)
 	} else {
-		s.setUser(x, user)
+		s.setUser(x, user, now)
 		sh.see(x, now)
 	}
 	if item != "" {
@@ -211,7 +226,7 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string) 
 	s.shards[from].remove(x)
 	x.token = strings.Clone(newToken)
 	if user != "" {
-		s.setUser(x, user)
+		s.setUser(x, user, now)
 		x.created = now
 	}
 	s.shards[to].see(x, now)

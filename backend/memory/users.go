@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -107,7 +108,7 @@ func (s *store) UserSessions(ctx context.Context, user string) ([]driver.Session
 		next := x.nextOfUser
 		if s.live(x, now) {
 			infos = append(infos, driver.SessionInfo{
-				Token:    x.token,
+				ID:       x.token,
 				User:     x.user,
 				Created:  time.UnixMilli(x.created),
 				LastSeen: time.UnixMilli(x.lastSeen),
@@ -119,14 +120,15 @@ func (s *store) UserSessions(ctx context.Context, user string) ([]driver.Session
 	}
 	s.unlockShards()
 	slices.SortFunc(infos, func(a, b driver.SessionInfo) int {
-		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Token, b.Token))
+		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.ID, b.ID))
 	})
 	return infos, nil
 }
 
 // LogoutUser implements driver.Store. Like UserSessions it locks every
 // session shard, so a session of user cannot escape it by moving to a new
-// token meanwhile. Expired sessions of user go too, but only live ones are
+// token meanwhile. It records the millisecond it ran in, which ends the
+// user's sessions logged in within it later too (see revoked). Expired sessions of user go too, but only live ones are
 // counted: the others had already ended.
 func (s *store) LogoutUser(ctx context.Context, user string) (int, error) {
 	now := s.now()
@@ -140,6 +142,10 @@ func (s *store) LogoutUser(ctx context.Context, user string) (int, error) {
 		}
 		s.dropSession(s.shard(x.token), x)
 		x = next
+	}
+	if at, ok := s.loggedOut.Load(user); !ok || at.(int64) < now {
+		s.loggedOut.Store(strings.Clone(user), now)
+		s.anyLoggedOut.Store(true)
 	}
 	return n, nil
 }

@@ -65,6 +65,9 @@ return count
 
 // writeCart runs cartWrite on token's session.
 func (s *store) writeCart(ctx context.Context, token, item string, n int, mode string) (int, driver.Status, error) {
+	if out, err := s.revokedToken(ctx, token); out || err != nil {
+		return 0, driver.NoSession, err
+	}
 	args := s.sessionArgs(s.nowMs(), "", item, itoa(n), mode)
 	msg, err := s.runScript(ctx, s.batches.cart, cartWrite, s.k.session(token).all()[:cartKeys], args)
 	if err != nil {
@@ -100,7 +103,7 @@ func (s *store) IncrementCart(ctx context.Context, token, item string, n int) (i
 // one round trip.
 func (s *store) Cart(ctx context.Context, token string) (map[string]int, error) {
 	ks := s.k.session(token)
-	msg, ok, err := s.readLive(ctx, ks, s.c.B().Hgetall().Key(ks.cart).Build())
+	msg, ok, err := s.readLive(ctx, token, ks, s.c.B().Hgetall().Key(ks.cart).Build())
 	if !ok {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strconv"
 
 	"github.com/redis/rueidis"
 	"github.com/retailkit/retail/driver"
@@ -123,8 +124,15 @@ func (s *store) Logout(ctx context.Context, token string) error {
 // and a session now another user's may be switched back to this user by
 // UpdateToken, which keeps its created stamp; LogoutUser must find both.
 func (s *store) UserSessions(ctx context.Context, user string) ([]driver.SessionInfo, error) {
-	entries, err := s.userEntries(ctx, user)
+	res := s.c.DoMulti(ctx,
+		s.c.B().Zrange().Key(s.k.user(user)).Min("0").Max("-1").Withscores().Build(),
+		s.c.B().Get().Key(s.k.loggedOut(user)).Build())
+	entries, err := res[0].AsZScores()
 	if err != nil || len(entries) == 0 {
+		return nil, err
+	}
+	outAt, loggedOut, err := s.loggedOutAt(res[1])
+	if err != nil {
 		return nil, err
 	}
 	cmds := make(rueidis.Commands, 0, 2*len(entries))
@@ -132,7 +140,7 @@ func (s *store) UserSessions(ctx context.Context, user string) ([]driver.Session
 		ks := s.k.session(z.Member)
 		cmds = append(cmds, s.c.B().Get().Key(ks.login).Build(), s.c.B().Get().Key(ks.seen).Build())
 	}
-	res := s.c.DoMulti(ctx, cmds...)
+	res = s.c.DoMulti(ctx, cmds...)
 	now := s.nowMs()
 	var out []driver.SessionInfo
 	var stale []string // token, created stamp pairs of entries whose session is gone
@@ -143,9 +151,9 @@ func (s *store) UserSessions(ctx context.Context, user string) ([]driver.Session
 			return nil, err
 		case !ok:
 			stale = append(stale, z.Member, formatStamp(z.Score))
-		case info.user == user && s.live(now, info.created, info.lastSeen):
+		case info.user == user && s.live(now, info.created, info.lastSeen) && (!loggedOut || info.created > outAt):
 			out = append(out, driver.SessionInfo{
-				Token: z.Member, User: user, Created: msTime(info.created), LastSeen: msTime(info.lastSeen),
+				ID: z.Member, User: user, Created: msTime(info.created), LastSeen: msTime(info.lastSeen),
 			})
 		}
 	}
@@ -153,21 +161,48 @@ func (s *store) UserSessions(ctx context.Context, user string) ([]driver.Session
 		_ = s.send(ctx, []call{s.unindexUserCall(user, stale)})
 	}
 	slices.SortFunc(out, func(a, b driver.SessionInfo) int {
-		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Token, b.Token))
+		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.ID, b.ID))
 	})
 	return out, nil
 }
 
-// LogoutUser implements driver.Store in three round trips: the user's
-// index; a script a session deleting each that is still the user's; then
+// LogoutUser implements driver.Store in three round trips: a script that
+// records the instant it began in (which ends the user's sessions the index
+// misses, see loggedout.go) and reads the user's index; a script a session
+// deleting each that is still the user's; then
 // the index entries of those deleted, and every entry read from the user's
 // index that no newer session has replaced.
 func (s *store) LogoutUser(ctx context.Context, user string) (int, error) {
-	entries, err := s.userEntries(ctx, user)
-	if err != nil || len(entries) == 0 {
+	now := s.nowMs()
+	out := s.k.loggedOut(user)
+	ttl := s.life + s.ttlSlack.Milliseconds()
+	reply, err := s.do(ctx, s.scriptCall(logoutEverywhere, []string{out, s.k.user(user)}, []string{i64(now), i64(ttl)}))[0].ToArray()
+	if err != nil {
 		return 0, err
 	}
-	now := s.nowMs()
+	if len(reply) < 2 {
+		return 0, errShortReply
+	}
+	at, err := reply[0].ToString()
+	if err != nil {
+		return 0, err
+	}
+	s.own.wrote(out, []byte(at))
+	flat, err := reply[1].AsStrSlice()
+	if err != nil {
+		return 0, err
+	}
+	entries := make([]rueidis.ZScore, 0, len(flat)/2)
+	for i := 0; i+1 < len(flat); i += 2 {
+		score, err := strconv.ParseFloat(flat[i+1], 64)
+		if err != nil {
+			return 0, err
+		}
+		entries = append(entries, rueidis.ZScore{Member: flat[i], Score: score})
+	}
+	if len(entries) == 0 {
+		return 0, nil
+	}
 	calls := make([]call, len(entries))
 	for i, z := range entries {
 		calls[i] = s.endCall(now, z.Member, user)
@@ -198,9 +233,4 @@ func (s *store) LogoutUser(ctx context.Context, user string) (int, error) {
 		return n, err
 	}
 	return n, firstErr
-}
-
-// userEntries reads a user's index: token -> created.
-func (s *store) userEntries(ctx context.Context, user string) ([]rueidis.ZScore, error) {
-	return s.c.Do(ctx, s.c.B().Zrange().Key(s.k.user(user)).Min("0").Max("-1").Withscores().Build()).AsZScores()
 }

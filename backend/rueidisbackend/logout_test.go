@@ -140,7 +140,7 @@ func TestUserSessions_DropsEntriesOfSessionsGone(t *testing.T) {
 			t.Fatalf("alice's index after cleaning = %q; want all four sessions (cleaning leaves it alone)", got)
 		}
 		infos, err := s.UserSessions(bg, "alice")
-		if err != nil || len(infos) != 1 || infos[0].Token != "live" {
+		if err != nil || len(infos) != 1 || infos[0].ID != retail.SessionID("live") {
 			t.Fatalf("UserSessions(alice) = %+v, %v; want the live session only", infos, err)
 		}
 		if got, want := entries(), []string{"expired", "live"}; !slices.Equal(got, want) {

@@ -40,6 +40,12 @@ return {OK, s.login, s.seen or '', redis.call('HGETALL', KEYS[3]), redis.call('H
 // NoSession. A write to the old token that lands between the copy and the
 // deletion, a few round trips, is lost with the old session.
 func (s *store) RenewSession(ctx context.Context, token, newToken, user string) (driver.Status, error) {
+	// The login's instant is when the call began: a LogoutUser of user
+	// that began in the same millisecond or later ends the new session.
+	stamp, now := s.nextStamp()
+	if out, err := s.revokedToken(ctx, token); out || err != nil {
+		return driver.NoSession, err
+	}
 	old, nw := s.k.session(token), s.k.session(newToken)
 	reply, err := s.do(ctx, s.scriptCall(readSession, old.all(), s.sessionArgs(s.nowMs(), "")))[0].ToArray()
 	if err != nil {
@@ -70,7 +76,6 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string) 
 	newUser, cstamp := l.user, l.cstamp
 
 	// Step 1: create.
-	stamp, now := s.nextStamp()
 	if user != "" { // a login starts the lifetime again
 		newUser, cstamp, cfield = user, formatStamp(stamp), createdField(stamp, now)
 	}
@@ -109,16 +114,36 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string) 
 			return 0, err
 		}
 	}
-	res := s.do(ctx, s.endCall(now, token, ""))[0]
+	// The old session's user may have logged out everywhere since step 1
+	// read it: read the instant again, after the new session was indexed,
+	// so that either that LogoutUser found the new session in the index or
+	// this finds the LogoutUser.
+	calls := []call{s.endCall(now, token, "")}
+	if l.user != "" {
+		calls = append(calls, call{cmd: s.c.B().Get().Key(s.k.loggedOut(l.user)).Build()})
+	}
+	res := s.do(ctx, calls...)
 	s.own.deleted(old.login)
-	e, ok, err := endReply(token, res)
+	e, ok, err := endReply(token, res[0])
 	if err != nil {
 		return 0, err
+	}
+	if ok && l.user != "" {
+		at, out, err := s.loggedOutAt(res[1])
+		if err != nil {
+			return 0, err
+		}
+		if out && l.created <= at {
+			if err := s.send(ctx, s.unindexEnded([]ended{e})); err != nil {
+				return 0, err
+			}
+			ok = false
+		}
 	}
 	if !ok {
 		return driver.NoSession, s.Logout(ctx, newToken)
 	}
-	calls := s.unindexEnded([]ended{e})
+	calls = s.unindexEnded([]ended{e})
 	calls = append(calls, s.unindexDropped(newToken, dropped, newUser)...)
 	return driver.OK, s.send(ctx, calls)
 }

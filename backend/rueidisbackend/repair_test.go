@@ -68,7 +68,7 @@ func testRepairMends(t *testing.T, tg target, spread int) {
 	if err := c.Do(bg, c.B().Zrem().Key(index("young")).Member("young").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.UserSessions(bg, "user-b"); err != nil || len(got) != 1 || got[0].Token != "b" {
+	if got, err := s.UserSessions(bg, "user-b"); err != nil || len(got) != 1 || got[0].ID != retail.SessionID("b") {
 		t.Errorf("UserSessions(user-b) after repair = %+v, %v; want b's session", got, err)
 	}
 	if n, err := s.LogoutUser(bg, "user-b"); n != 1 || err != nil {

@@ -21,22 +21,24 @@ func (s *store) CheckToken(ctx context.Context, token string) (string, bool, err
 		return "", false, nil // not written by this version: no session
 	}
 	now := s.nowMs()
-	switch {
-	case now >= l.created+s.life:
-		return "", false, nil
-	case now < l.deadline:
-		return l.user, true, nil
-	}
-	seen, err := s.c.Do(ctx, s.c.B().Get().Key(s.k.sessionKey(seenKind, token)).Build()).ToString()
-	if rueidis.IsRedisNil(err) {
+	if now >= l.created+s.life {
 		return "", false, nil
 	}
-	if err != nil {
+	if now >= l.deadline {
+		seen, err := s.c.Do(ctx, s.c.B().Get().Key(s.k.sessionKey(seenKind, token)).Build()).ToString()
+		if rueidis.IsRedisNil(err) {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, err
+		}
+		_, last, ok := parseSeen(seen)
+		if !ok || !s.live(now, l.created, last) {
+			return "", false, nil
+		}
+	}
+	if out, err := s.revokedLogin(ctx, token, l.user, l.created); out || err != nil {
 		return "", false, err
-	}
-	_, last, ok := parseSeen(seen)
-	if !ok || !s.live(now, l.created, last) {
-		return "", false, nil
 	}
 	return l.user, true, nil
 }
@@ -183,6 +185,9 @@ return {OK, s.user, login, stamp}
 // in a second round trip, made only when there is an item to count or the
 // index to move.
 func (s *store) RefreshSession(ctx context.Context, token, item string) (string, bool, error) {
+	if out, err := s.revokedToken(ctx, token); out || err != nil {
+		return "", false, err
+	}
 	stamp, now := s.nextStamp()
 	ks := s.k.session(token)
 	var keys []string
@@ -277,13 +282,15 @@ local USER, ITEM = ARGV[8], ARGV[9]
 local fresh, login, prev, cstamp, ttl = 0, false, false, STAMP, nil
 if s and s.live then
   cstamp = s.cstamp
-  local deadline = s.deadline
-  if s.user ~= USER or deadline - NOW < HALF then
+  local deadline, created = s.deadline, s.created
+  if s.user ~= USER then -- a login: the lifetime starts again
+    deadline, created, cstamp, prev = tonumber(NEWD), NOW, STAMP, s.login
+    login = newCreated() .. ' ' .. NEWD .. ' ' .. USER
+  elseif deadline - NOW < HALF then
     deadline = tonumber(NEWD)
     login = s.c .. ' ' .. NEWD .. ' ' .. USER
-    if s.user ~= USER then prev = s.login end
   end
-  if login or not s.seen then ttl = keyTTL(s.created, deadline) end
+  if login or not s.seen then ttl = keyTTL(created, deadline) end
   if login then
     redis.call('SET', KEYS[1], login, 'PX', ttl)
     expireRest(ttl)
@@ -313,6 +320,11 @@ return {fresh, login, cstamp, prev}
 // the session is new or changes user, its user's index is written in a
 // second round trip (in a cluster, or to remove a former user's entry).
 func (s *store) UpdateToken(ctx context.Context, token, user, item string) error {
+	// A session its user logged out of everywhere is absent (revokedToken
+	// removes it): replaced by a new one, as an expired one is.
+	if _, err := s.revokedToken(ctx, token); err != nil {
+		return err
+	}
 	stamp, now := s.nextStamp()
 	ks := s.k.session(token)
 	var keys []string
@@ -381,6 +393,9 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 // RecentItems implements driver.Store, reading the items from the seen key,
 // which changes on every view and so is not cached.
 func (s *store) RecentItems(ctx context.Context, token string) ([]string, error) {
+	if out, err := s.revokedToken(ctx, token); out || err != nil {
+		return nil, err
+	}
 	ks := s.k.session(token)
 	res := s.c.DoMulti(ctx, s.c.B().Get().Key(ks.login).Build(), s.c.B().Get().Key(ks.seen).Build())
 	if live, err := s.liveFrom(res[0], res[1]); !live || err != nil {

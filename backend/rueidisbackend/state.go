@@ -157,14 +157,18 @@ func recentOf(seen string) []string {
 
 // readLive sends cmd, a read of one of a session's keys, together with
 // reads of its state, in one round trip to the session's slot. ok is false
-// if the session is not live; the reply to cmd is then not looked at.
-func (s *store) readLive(ctx context.Context, ks sessionKeys, cmd rueidis.Completed) (rueidis.RedisMessage, bool, error) {
+// if the session is not live (or its user logged out everywhere since it
+// was logged in, see loggedout.go); the reply to cmd is then not looked at.
+func (s *store) readLive(ctx context.Context, token string, ks sessionKeys, cmd rueidis.Completed) (rueidis.RedisMessage, bool, error) {
 	res := s.c.DoMulti(ctx,
 		s.c.B().Get().Key(ks.login).Build(),
 		s.c.B().Get().Key(ks.seen).Build(),
 		cmd)
-	live, err := s.liveFrom(res[0], res[1])
-	if !live || err != nil {
+	info, ok, err := s.infoFrom(res[0], res[1])
+	if !ok || err != nil || !s.live(s.nowMs(), info.created, info.lastSeen) {
+		return rueidis.RedisMessage{}, false, err
+	}
+	if out, err := s.revokedLogin(ctx, token, info.user, info.created); out || err != nil {
 		return rueidis.RedisMessage{}, false, err
 	}
 	msg, err := res[2].ToMessage()

@@ -27,6 +27,9 @@ var maxSessionValues = itoa(retail.MaxSessionValues)
 
 // SetValue implements driver.Store with one script on the session's slot.
 func (s *store) SetValue(ctx context.Context, token, key string, value []byte) (driver.Status, error) {
+	if out, err := s.revokedToken(ctx, token); out || err != nil {
+		return driver.NoSession, err
+	}
 	reply, err := s.do(ctx, s.scriptCall(setValue, s.k.session(token).all(),
 		s.sessionArgs(s.nowMs(), "", key, string(value), maxSessionValues)))[0].ToArray()
 	if err != nil {
@@ -39,7 +42,7 @@ func (s *store) SetValue(ctx context.Context, token, key string, value []byte) (
 // in one round trip. Values are read from the server, not cached.
 func (s *store) Value(ctx context.Context, token, key string) ([]byte, bool, error) {
 	ks := s.k.session(token)
-	msg, ok, err := s.readLive(ctx, ks, s.c.B().Hget().Key(ks.values).Field(key).Build())
+	msg, ok, err := s.readLive(ctx, token, ks, s.c.B().Hget().Key(ks.values).Field(key).Build())
 	if !ok || msg.IsNil() {
 		return nil, false, err
 	}
@@ -62,6 +65,9 @@ return {OK, v}
 // PopValue implements driver.Store with one script on the session's slot,
 // so that of concurrent pops one gets the value.
 func (s *store) PopValue(ctx context.Context, token, key string) ([]byte, bool, error) {
+	if out, err := s.revokedToken(ctx, token); out || err != nil {
+		return nil, false, err
+	}
 	reply, err := s.do(ctx, s.scriptCall(popValue, s.k.session(token).all(),
 		s.sessionArgs(s.nowMs(), "", key)))[0].ToArray()
 	if err != nil {

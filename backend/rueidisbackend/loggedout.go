@@ -1,0 +1,98 @@
+package rueidisbackend
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/redis/rueidis"
+)
+
+// Log out everywhere does not rest on the user's index alone. A session
+// that the index misses, because a RenewSession or StartSession indexed it
+// after LogoutUser read the index, or because a failover lost its entry,
+// would otherwise outlive the call. So LogoutUser first records, in the
+// user's loggedOut key, the millisecond it began in, and every call that
+// finds a session of that user logged in at or before it (its created ms,
+// which a login resets and a renewal keeps) treats the session as absent.
+//
+// The key sits on the user's slot beside the index, so that recording the
+// instant and reading the index are one step. It changes only when the user
+// logs out everywhere, so reads of it are served from the client-side
+// cache; a process that did not write it sees it within the cache's
+// invalidation delay. It expires a lifetime (plus the TTL slack) after it
+// was written: by then every session it ends has expired anyway.
+
+// loggedOut is the key of the instant of user's last LogoutUser, Unix ms.
+func (k keys) loggedOut(user string) string { return k.prefix + "loggedout:{" + tag(user) + "}" }
+
+// logoutEverywhere records that the user's sessions logged in at or before
+// now are over, keeping a later instant already recorded, and returns the
+// instant recorded and the user's index: {at, {token, created stamp,
+// token, created stamp...}}.
+//
+// KEYS: the user's loggedOut key, the user's index. ARGV: now (Unix ms),
+// the key's TTL in ms.
+var logoutEverywhere = newScript(`
+local now, old = tonumber(ARGV[1]), tonumber(redis.call('GET', KEYS[1]))
+if not old or old < now then old = now end
+old = string.format('%d', old)
+redis.call('SET', KEYS[1], old, 'PX', ARGV[2])
+return {old, redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')}
+`)
+
+// revoked reports whether a session of user created at the created ms is
+// over because user logged out everywhere at or after that instant.
+func (s *store) revoked(ctx context.Context, user string, created int64) (bool, error) {
+	if user == "" {
+		return false, nil
+	}
+	v, ok, err := s.cachedString(ctx, s.k.loggedOut(user))
+	if !ok || err != nil {
+		return false, err
+	}
+	at, err := strconv.ParseInt(v, 10, 64)
+	return err == nil && created <= at, nil
+}
+
+// revokedToken reports whether token names a session whose user logged out
+// everywhere after it was logged in (see revoked), reading its login
+// through the client-side cache. Calls that read or write a session ask it
+// first, and treat such a session as absent: its data stays until
+// cleaning, expiry or a Logout removes it, but no call returns or changes
+// it.
+func (s *store) revokedToken(ctx context.Context, token string) (bool, error) {
+	v, ok, err := s.cachedString(ctx, s.k.sessionKey(loginKind, token))
+	if !ok || err != nil {
+		return false, err
+	}
+	l, ok := parseLogin(v)
+	if !ok {
+		return false, nil
+	}
+	return s.revokedLogin(ctx, token, l.user, l.created)
+}
+
+// revokedLogin is revoked for token's session, which it removes if it is
+// over, as calls remove an expired session they meet: so that
+// SessionCount stops counting it, whether or not the user's index found it.
+func (s *store) revokedLogin(ctx context.Context, token, user string, created int64) (bool, error) {
+	out, err := s.revoked(ctx, user, created)
+	if !out || err != nil {
+		return false, err
+	}
+	return true, s.Logout(ctx, token)
+}
+
+// loggedOutAt reads the instant of user's last LogoutUser from the server,
+// not the cache: ok is false if there is none.
+func (s *store) loggedOutAt(r rueidis.RedisResult) (at int64, ok bool, err error) {
+	v, err := r.ToString()
+	if rueidis.IsRedisNil(err) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	at, err = strconv.ParseInt(v, 10, 64)
+	return at, err == nil, err
+}
