@@ -88,8 +88,9 @@
 // be cached) in an X-Cache header. Cached responses carry a strong ETag,
 // Age and Cache-Control with the time they have left, and If-None-Match
 // answers 304 Not Modified. Keys leave tracking parameters out and refuse
-// unknown ones (see [retail.PageCacheOptions]), so junk query strings add
-// no entries.
+// unknown ones (see [retail.PageCacheOptions]) and paths not spelled in
+// their canonical form (see [retail.PageCache.Key]), so junk query
+// strings and odd spellings of a path add no entries.
 //
 // # Statistics
 //

@@ -56,7 +56,12 @@ type PageMiddlewareOptions struct {
 //
 // Entries are [retail.CachedPage] values (status, header and body) under
 // [retail.PageCache.Key] of the request's host, path and query, so query
-// order, host case and tracking parameters do not matter. They are the entries
+// order, host case and tracking parameters do not matter. A page has one
+// key: a request whose path is not spelled in its canonical form (an
+// escaped letter, lower-case hex, a dot segment, a doubled or trailing
+// slash: /%69tem, /x/../item, /item/) is served by the handler as a
+// bypass and stored nowhere, so that spellings of one URL cannot fill the
+// cache. Link to pages by their canonical paths. They are the entries
 // [retail.PageCache.CacheRequest] reads and writes: a page cached by one is
 // served by the other. HEAD requests are served from the GET entry of
 // their URL, without the body; a HEAD request that misses is passed to the

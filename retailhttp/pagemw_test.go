@@ -972,3 +972,105 @@ func TestPageMiddleware_CountsRequestsInStatsAsXCacheSays(t *testing.T) {
 		t.Errorf("Stats mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// pageKeyRecorder records the keys of the pages written to a Store.
+type pageKeyRecorder struct {
+	*memory.Store
+	mu   sync.Mutex
+	keys map[string]int // key: writes
+}
+
+func (s *pageKeyRecorder) record(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys == nil {
+		s.keys = make(map[string]int)
+	}
+	s.keys[key]++
+}
+
+func (s *pageKeyRecorder) SetPage(ctx context.Context, key string, data []byte, ttl time.Duration) error {
+	s.record(key)
+	return s.Store.SetPage(ctx, key, data, ttl)
+}
+
+func (s *pageKeyRecorder) SetItemPage(ctx context.Context, item, key string, data []byte, ttl time.Duration) error {
+	s.record(key)
+	return s.Store.SetItemPage(ctx, item, key, data, ttl)
+}
+
+// pathSpellings returns distinct spellings of /item that a router may
+// take for it: each letter as it is or percent-encoded in upper- or
+// lower-case hex, behind dot segments and doubled slashes, with and
+// without a trailing slash. The first is the canonical one.
+func pathSpellings() []string {
+	var names []string
+	var spell func(prefix, rest string)
+	spell = func(prefix, rest string) {
+		if rest == "" {
+			names = append(names, prefix)
+			return
+		}
+		c := rest[0]
+		spell(prefix+string(c), rest[1:])
+		spell(prefix+fmt.Sprintf("%%%02X", c), rest[1:])
+		spell(prefix+fmt.Sprintf("%%%02x", c), rest[1:])
+	}
+	spell("", "item") // "item" first
+	seen := make(map[string]bool)
+	var paths []string
+	for _, before := range []string{"/", "//", "///", "/./", "/%2e/", "/%2E/", "/x/../", "/x/%2e%2e/", "/x/%2E%2E/", "/x/.%2e/", "/./x/../"} {
+		for _, name := range names {
+			for _, after := range []string{"", "/", "/.", "//", "/./", "/%2e"} {
+				if p := before + name + after; !seen[p] {
+					seen[p] = true
+					paths = append(paths, p)
+				}
+			}
+		}
+	}
+	return paths
+}
+
+// TestPageMiddleware_SpellingsOfAPathAddOneEntry is the attack of many
+// spellings of one page's URL, which a router serves as one page: they
+// must not fill the cache. Each is served 200, by the handler or the
+// cache, and the store holds one page afterwards.
+func TestPageMiddleware_SpellingsOfAPathAddOneEntry(t *testing.T) {
+	ms, _ := newRankedStore(t) // itemX is ranked
+	s := &pageKeyRecorder{Store: ms}
+	h := &pageHandler{body: "itemX"} // answers every path, as a router that neither cleans nor decodes could
+	mw := newMiddleware(t, newPageCache(t, s, retail.PageCacheOptions{}), retailhttp.PageMiddlewareOptions{}).Handler(h)
+
+	paths := pathSpellings()
+	if len(paths) < 1000 || paths[0] != "/item" {
+		t.Fatalf("pathSpellings gave %d distinct paths starting with %q, want at least 1000 starting with /item", len(paths), paths[0])
+	}
+	xcache := make(map[string]int)
+	for _, p := range paths {
+		target := "http://shop.test" + p + "?item=itemX"
+		rec := request(mw, http.MethodGet, target)
+		if rec.Code != http.StatusOK || !strings.HasPrefix(rec.Body.String(), "itemX (render ") {
+			t.Fatalf("GET %s = %d %q, want 200 and the page", target, rec.Code, rec.Body)
+		}
+		xcache[rec.Header().Get("X-Cache")]++
+	}
+	// Once more, canonically: served from the one entry.
+	if got := serve(mw, http.MethodGet, "http://shop.test/item?item=itemX"); got != (response{200, "hit", "itemX (render 1)"}) {
+		t.Errorf("GET /item?item=itemX after the spellings = %+v, want 200, hit, render 1", got)
+	}
+
+	s.mu.Lock()
+	keys := s.keys
+	s.mu.Unlock()
+	t.Logf("%d spellings of /item stored %d page keys; X-Cache: %v", len(paths), len(keys), xcache)
+	if want := map[string]int{"GET /item?item=itemX": 1}; !cmp.Equal(want, keys) {
+		t.Errorf("page keys written (key: writes) = %v, want %v", keys, want)
+	}
+	if want := map[string]int{"miss": 1, "bypass": len(paths) - 1}; !cmp.Equal(want, xcache) {
+		t.Errorf("X-Cache of the spellings = %v, want %v", xcache, want)
+	}
+	if st := ms.Stats(); st.PageBypasses != uint64(len(paths)-1) {
+		t.Errorf("Stats().PageBypasses = %d, want %d", st.PageBypasses, len(paths)-1)
+	}
+}
