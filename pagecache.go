@@ -384,10 +384,11 @@ func (c *PageCache) fill(ctx context.Context, key, item string, render func(cont
 }
 
 // Purge deletes the page cached for u (under the key [PageCache.Key]
-// gives), so that the next request renders it again. A URL without a key,
-// or without a cached page, is a no-op.
+// gives, or would give to u's path in its canonical form), so that the
+// next request renders it again. A URL without a key, or without a cached
+// page, is a no-op.
 func (c *PageCache) Purge(ctx context.Context, u *url.URL) error {
-	key, ok := c.Key(u)
+	key, _, ok := c.key(u)
 	if !ok {
 		return nil
 	}

@@ -597,6 +597,87 @@ func TestPageCache_Key(t *testing.T) {
 	}
 }
 
+// TestPageCache_KeyTakesOnlyCanonicalPaths: a router decodes and may
+// clean the path, so every spelling of a path that may reach one handler
+// must either give the one key of its canonical form or none, or a client
+// could add entries for one page without end.
+func TestPageCache_KeyTakesOnlyCanonicalPaths(t *testing.T) {
+	s, _ := newStore(t)
+	c := newPageCache(t, s, retail.PageCacheOptions{})
+	for _, tc := range []struct {
+		path string
+		want string // "" for ok == false
+	}{
+		{"/item", "GET /item?item=x"},
+		{"", "GET /?item=x"},
+		{"/", "GET /?item=x"},
+		{"/shop/item", "GET /shop/item?item=x"},
+		{"/a%20b", "GET /a%20b?item=x"},
+		{"/caf%C3%A9", "GET /caf%C3%A9?item=x"},
+		{"/100%25", "GET /100%25?item=x"},
+		{"/a$&+,:;=@~-_.b", "GET /a$&+,:;=@~-_.b?item=x"},
+		{"/buy%21", "GET /buy%21?item=x"},
+		{"/%69tem", ""},
+		{"/%69t%65m", ""},
+		{"/ite%6D", ""},
+		{"/ite%6d", ""},
+		{"/caf%c3%a9", ""},
+		{"/buy!", ""},
+		{"/a%2Fb", ""},
+		{"/a%2fb", ""},
+		{"//item", ""},
+		{"/shop//item", ""},
+		{"/./item", ""},
+		{"/%2e/item", ""},
+		{"/x/../item", ""},
+		{"/x/%2E%2E/item", ""},
+		{"/../item", ""},
+		{"/item/", ""},
+		{"/item/.", ""},
+		{"/shop/", ""},
+	} {
+		u := mustParse(t, "http://shop.test"+tc.path+"?item=x")
+		key, ok := c.Key(u)
+		if key != tc.want || ok != (tc.want != "") {
+			t.Errorf("Key(%s) = %q, %v, want %q, %v", u, key, ok, tc.want, tc.want != "")
+		}
+	}
+}
+
+// TestPageCache_NonCanonicalPathsAreServedNotCached serves every spelling
+// of a page through CacheRequest, without HTTP middleware: only the
+// canonical one is stored, and a Purge by any spelling deletes it.
+func TestPageCache_NonCanonicalPathsAreServedNotCached(t *testing.T) {
+	ctx := context.Background()
+	ms, _ := newRankedStore(t)
+	s := &pageWriteCounter{Store: ms}
+	c := newPageCache(t, s, retail.PageCacheOptions{})
+	r := &renderer{body: "itemX"}
+	spellings := []string{"/%69tem", "/item/", "//item", "/./item", "/x/../item", "/item", "/ITEM/../item", "/item"}
+	var got []served
+	for _, p := range spellings {
+		u := mustParse(t, "http://shop.test"+p+"?item=itemX")
+		body, hit, err := c.CacheRequest(ctx, u, r.render)
+		if err != nil {
+			t.Fatalf("CacheRequest(%s) = %v", u, err)
+		}
+		got = append(got, served{string(body), hit})
+	}
+	want := []served{{"itemX", false}, {"itemX", false}, {"itemX", false}, {"itemX", false}, {"itemX", false}, {"itemX", false}, {"itemX", false}, {"itemX", true}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("CacheRequest of %q mismatch (-want +got):\n%s", spellings, diff)
+	}
+	if n := s.writes.Load(); n != 1 {
+		t.Errorf("SetPage calls = %d, want 1 (the canonical spelling's)", n)
+	}
+	if err := c.Purge(ctx, mustParse(t, "http://shop.test/x/../%69tem?item=itemX")); err != nil {
+		t.Fatalf("Purge = %v", err)
+	}
+	if _, ok, _ := c.Lookup(ctx, mustParse(t, "http://shop.test/item?item=itemX")); ok {
+		t.Errorf("the page is still cached after Purge of another spelling of its URL")
+	}
+}
+
 // TestPageCache_HostsShareEntries caches a page through one name of the
 // site and serves it through the others, and renders pages for other
 // hosts without caching them.

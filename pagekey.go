@@ -5,6 +5,7 @@ package retail
 
 import (
 	"net/url"
+	"path"
 	"strings"
 )
 
@@ -26,21 +27,46 @@ var DefaultTrackingParams = []string{
 // Tracking parameters are dropped. The scheme, user information and
 // fragment are not part of the key.
 //
+// A page has one key, so that a request cannot add a second entry for it
+// by spelling its URL differently: the path must be in its canonical
+// form, the one [url.URL] gives the decoded path cleaned of ".", ".."
+// and repeated slashes, with no trailing slash (except "/"), escaped as
+// [url.URL.EscapedPath] escapes it (upper-case hex digits, "!", "(", ")",
+// "*" and "'" escaped). Routers decode and often clean the path, so
+// /%69tem, /Item/../item, //item and /item/ may reach the handler of
+// /item; such spellings have no key and are served but not cached. The
+// query needs no such rule: it is decoded and encoded again.
+//
 // ok is false when the page may not be cached whatever the rule says: its
-// host is not one of Hosts, its query does not parse or has a parameter
-// that is neither kept nor a tracking parameter, or the key breaks the
-// page key rule (for example by being longer than [MaxPageKeyLen]).
+// path is not canonical, its host is not one of Hosts, its query does not
+// parse or has a parameter that is neither kept nor a tracking parameter,
+// or the key breaks the page key rule (for example by being longer than
+// [MaxPageKeyLen]).
 func (c *PageCache) Key(u *url.URL) (key string, ok bool) {
+	key, canonical, ok := c.key(u)
+	if !ok || !canonical {
+		return "", false
+	}
+	return key, true
+}
+
+// key returns the key of the page at u as Key does, with the path in its
+// canonical form, and whether u spells the path that way. ok is false if
+// u has no key whatever its path.
+func (c *PageCache) key(u *url.URL) (key string, canonical, ok bool) {
+	if u.Opaque != "" {
+		return "", false, false
+	}
 	host := ""
 	if len(c.opts.Hosts) > 0 {
 		if !c.hosts[normalHost(u.Host)] {
-			return "", false
+			return "", false, false
 		}
 		host = c.opts.Hosts[0]
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
-		return "", false
+		return "", false, false
 	}
 	for name := range q {
 		switch {
@@ -48,14 +74,28 @@ func (c *PageCache) Key(u *url.URL) (key string, ok bool) {
 		case c.tracking(name):
 			delete(q, name)
 		default:
-			return "", false
+			return "", false, false
 		}
 	}
-	key = pageKey("GET", host, u.EscapedPath(), q.Encode())
+	p, canonical := canonicalPath(u)
+	key = pageKey("GET", host, p, q.Encode())
 	if checkPageKey("", key) != nil {
-		return "", false
+		return "", false, false
 	}
-	return key, true
+	return key, canonical, true
+}
+
+// canonicalPath returns the canonical form of u's path (see
+// [PageCache.Key]) and whether u's escaped path is that form. An empty
+// path is "/".
+func canonicalPath(u *url.URL) (p string, canonical bool) {
+	escaped := u.EscapedPath()
+	if escaped == "" {
+		escaped = "/"
+	}
+	// path.Clean also drops a trailing slash.
+	p = (&url.URL{Path: path.Clean("/" + u.Path)}).EscapedPath()
+	return p, escaped == p
 }
 
 // tracking reports whether the query parameter name is a tracking

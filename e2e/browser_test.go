@@ -40,6 +40,21 @@ func findChromium() (string, bool) {
 	return "", false
 }
 
+// requireChromium returns the Chromium to drive, or skips the test (fails
+// it under RETAIL_REQUIRE_BROWSER=1) if there is none.
+func requireChromium(t *testing.T) string {
+	t.Helper()
+	path, ok := findChromium()
+	if !ok {
+		const why = "no Chromium: none at $RETAIL_CHROMIUM, /usr/bin/chromium, or chromium/chromium-browser on the PATH (apt-get install chromium)"
+		if os.Getenv("RETAIL_REQUIRE_BROWSER") == "1" {
+			t.Fatal(why + "; RETAIL_REQUIRE_BROWSER=1")
+		}
+		t.Skip(why)
+	}
+	return path
+}
+
 // lockedBuffer is the shop's output, written by the process's copiers and
 // read by the test.
 type lockedBuffer struct {
@@ -264,14 +279,7 @@ func waitGone(sel string) chromedp.Action[chromedp.Void] {
 }
 
 func TestBrowser_ShopFlow(t *testing.T) {
-	path, ok := findChromium()
-	if !ok {
-		const why = "no Chromium: none at $RETAIL_CHROMIUM, /usr/bin/chromium, or chromium/chromium-browser on the PATH (apt-get install chromium)"
-		if os.Getenv("RETAIL_REQUIRE_BROWSER") == "1" {
-			t.Fatal(why + "; RETAIL_REQUIRE_BROWSER=1")
-		}
-		t.Skip(why)
-	}
+	path := requireChromium(t)
 	base := startShop(t)
 	start := time.Now()
 	defer func() { t.Logf("browser part took %v", time.Since(start).Round(time.Millisecond)) }()

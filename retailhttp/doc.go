@@ -86,10 +86,13 @@
 // Every GET and HEAD response says [CacheHit], [CacheMiss] or [CacheBypass]
 // (the cache was not consulted: a personal request, or a page that may not
 // be cached) in an X-Cache header. Cached responses carry a strong ETag,
-// Age and Cache-Control with the time they have left, and If-None-Match
-// answers 304 Not Modified. Keys leave tracking parameters out and refuse
-// unknown ones (see [retail.PageCacheOptions]), so junk query strings add
-// no entries.
+// Age and Cache-Control: no-cache (browsers ask each time, so a visitor
+// who logs in never sees the copy made for the anonymous; see
+// [PageMiddlewareOptions].PublicMaxAge), and If-None-Match answers 304
+// Not Modified. Keys leave tracking parameters out and refuse
+// unknown ones (see [retail.PageCacheOptions]) and paths not spelled in
+// their canonical form (see [retail.PageCache.Key]), so junk query
+// strings and odd spellings of a path add no entries.
 //
 // # Statistics
 //

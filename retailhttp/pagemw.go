@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/retailkit/retail"
 )
@@ -25,8 +26,21 @@ type PageMiddlewareOptions struct {
 	// rendered for a visitor with a session (a guest's or a logged-in
 	// user's) are never shared with others. Set it to a function that
 	// returns false to cache for everyone, when every personal page says
-	// Cache-Control: private.
+	// Cache-Control: private. The responses to skipped requests say
+	// Cache-Control: private, no-cache unless the handler sets its own.
 	Skip func(r *http.Request) bool
+
+	// PublicMaxAge is how long browsers and shared caches may show a page
+	// served from the cache again without asking: such responses say
+	// Cache-Control: public, max-age=N, where N is the whole seconds of
+	// PublicMaxAge or of what is left of the page's TTL, whichever is
+	// less. Set it only if a cached page is right for every visitor for
+	// that long, including one who logs in meanwhile: a browser shows
+	// its copy without asking. If zero they say Cache-Control: no-cache, so
+	// that a browser asks each time; the ETag makes that a 304 Not
+	// Modified while the page is unchanged, and a visitor who has logged
+	// in since gets the personal page. It must not be negative.
+	PublicMaxAge time.Duration
 
 	// Logger receives the errors the middleware survives; slog.Default()
 	// if nil.
@@ -56,7 +70,12 @@ type PageMiddlewareOptions struct {
 //
 // Entries are [retail.CachedPage] values (status, header and body) under
 // [retail.PageCache.Key] of the request's host, path and query, so query
-// order, host case and tracking parameters do not matter. They are the entries
+// order, host case and tracking parameters do not matter. A page has one
+// key: a request whose path is not spelled in its canonical form (an
+// escaped letter, lower-case hex, a dot segment, a doubled or trailing
+// slash: /%69tem, /x/../item, /item/) is served by the handler as a
+// bypass and stored nowhere, so that spellings of one URL cannot fill the
+// cache. Link to pages by their canonical paths. They are the entries
 // [retail.PageCache.CacheRequest] reads and writes: a page cached by one is
 // served by the other. HEAD requests are served from the GET entry of
 // their URL, without the body; a HEAD request that misses is passed to the
@@ -82,12 +101,20 @@ type PageMiddlewareOptions struct {
 //
 // Cached responses (hits, and the response that filled the entry) carry
 // the entry's strong ETag, an Age header (whole seconds since the page
-// was stored, by the PageCache's clock) and Cache-Control: public,
-// max-age=N, where N is the whole seconds left of its TTL; this replaces
-// any Cache-Control the handler set, since the cache decides how long the
-// page is served. A request whose If-None-Match matches the ETag (weak
+// was stored, by the PageCache's clock) and Cache-Control: no-cache, or
+// public with a max-age if the PublicMaxAge option is set; this replaces
+// any Cache-Control the handler set, since the cache decides how the page
+// is kept. A request whose If-None-Match matches the ETag (weak
 // comparison, a list, or "*") gets 304 Not Modified with those headers
-// and no body.
+// and no body. By default, then, browsers keep cached pages but ask
+// before each use, so that a visitor who logs in never sees the copy
+// they were served anonymously: a request with a session skips the
+// cache, and its If-None-Match goes to the handler.
+//
+// Responses to requests that Skip selects say Cache-Control: private,
+// no-cache unless the handler sets its own: what the cache does not
+// share, browsers should not reuse unasked and shared caches should not
+// keep.
 //
 // The cache never makes a page unavailable: if deciding, reading or
 // writing fails, the error is logged and the handler serves the request.
@@ -105,10 +132,15 @@ type PageMiddleware struct {
 }
 
 // NewPageMiddleware returns a middleware that caches pages with c. It
-// returns an error matching [retail.ErrInvalid] if c is nil.
+// returns an error matching [retail.ErrInvalid] if c is nil or
+// PublicMaxAge is negative.
 func NewPageMiddleware(c *retail.PageCache, opts PageMiddlewareOptions) (*PageMiddleware, error) {
+	const op = "NewPageMiddleware"
 	if c == nil {
-		return nil, invalid("NewPageMiddleware", "cache", "nil")
+		return nil, invalid(op, "cache", "nil")
+	}
+	if opts.PublicMaxAge < 0 {
+		return nil, invalid(op, "PublicMaxAge", "negative")
 	}
 	if opts.Skip == nil {
 		opts.Skip = IsPersonalRequest
@@ -134,7 +166,12 @@ func (m *PageMiddleware) Handler(next http.Handler) http.Handler {
 		switch {
 		case r.Method != http.MethodGet && r.Method != http.MethodHead:
 			next.ServeHTTP(w, r)
-		case m.opts.Skip(r) || !m.canCache(r):
+		case m.opts.Skip(r):
+			m.cache.CountBypass()
+			w.Header().Set("X-Cache", CacheBypass)
+			w.Header().Set("Cache-Control", "private, no-cache")
+			next.ServeHTTP(w, r)
+		case !m.canCache(r):
 			m.cache.CountBypass()
 			w.Header().Set("X-Cache", CacheBypass)
 			next.ServeHTTP(w, r)
@@ -179,7 +216,7 @@ func (m *PageMiddleware) serveHead(w http.ResponseWriter, r *http.Request, next 
 		passMiss(w, r, next)
 		return
 	}
-	serve(w, r, p, CacheHit, m.cache.Now())
+	serve(w, r, p, CacheHit, m.cache.Now(), m.opts.PublicMaxAge)
 }
 
 // serveGet serves a GET request for a cacheable page from the cache, or
@@ -228,13 +265,13 @@ func (m *PageMiddleware) serveGet(w http.ResponseWriter, r *http.Request, next h
 			}
 			// p is the stored page, with its ETag and times, or own
 			// if it was not stored.
-			serve(w, r, p, CacheMiss, m.cache.Now())
+			serve(w, r, p, CacheMiss, m.cache.Now(), m.opts.PublicMaxAge)
 		}
 	case p != nil:
 		// Served from the cache or from another request's render. An
 		// error with it is that render's failure to cache the page,
 		// which that request logs.
-		serve(w, r, p, CacheHit, m.cache.Now())
+		serve(w, r, p, CacheHit, m.cache.Now(), m.opts.PublicMaxAge)
 	case ctx.Err() != nil:
 		// The client is gone while waiting: there is no one to answer.
 	default:

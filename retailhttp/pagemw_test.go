@@ -656,7 +656,11 @@ func cacheHeadersOf(rec *httptest.ResponseRecorder) cacheHeaders {
 	return cacheHeaders{rec.Code, h.Get("X-Cache"), h.Get("Etag"), h.Get("Age"), h.Get("Cache-Control"), rec.Body.String()}
 }
 
-func TestPageMiddleware_CachedResponsesCarryETagAgeAndMaxAge(t *testing.T) {
+// TestPageMiddleware_CachedResponsesCarryETagAgeAndNoCache: by default a
+// browser may keep a cached page but must ask before showing it again, so
+// that it never shows a visitor who has logged in since the copy made for
+// the anonymous.
+func TestPageMiddleware_CachedResponsesCarryETagAgeAndNoCache(t *testing.T) {
 	s, clock := newRankedStore(t)
 	c := newPageCache(t, s, retail.PageCacheOptions{TTL: 300 * time.Second, Clock: clock})
 	h := &pageHandler{body: "itemX", header: http.Header{"Cache-Control": {"public, max-age=3600"}}}
@@ -669,16 +673,105 @@ func TestPageMiddleware_CachedResponsesCarryETagAgeAndMaxAge(t *testing.T) {
 	clock.Advance(61500 * time.Millisecond)
 	got = append(got, cacheHeadersOf(request(mw, http.MethodGet, target)))
 	got = append(got, cacheHeadersOf(request(mw, http.MethodHead, target)))
-	clock.Advance(238 * time.Second)
-	got = append(got, cacheHeadersOf(request(mw, http.MethodGet, target)))
 	want := []cacheHeaders{
-		{200, "miss", etag, "0", "public, max-age=300", "itemX (render 1)"},
-		{200, "hit", etag, "61", "public, max-age=238", "itemX (render 1)"},
-		{200, "hit", etag, "61", "public, max-age=238", ""},
-		{200, "hit", etag, "299", "public, max-age=0", "itemX (render 1)"},
+		{200, "miss", etag, "0", "no-cache", "itemX (render 1)"},
+		{200, "hit", etag, "61", "no-cache", "itemX (render 1)"},
+		{200, "hit", etag, "61", "no-cache", ""},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("GET (fills), GET and HEAD after 61.5s, GET after 299.5s mismatch (-want +got):\n%s", diff)
+		t.Errorf("GET (fills), GET and HEAD after 61.5s mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestPageMiddleware_PublicMaxAgeLetsBrowsersKeepCachedPages(t *testing.T) {
+	s, clock := newRankedStore(t)
+	c := newPageCache(t, s, retail.PageCacheOptions{TTL: 300 * time.Second, Clock: clock})
+	mw := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{PublicMaxAge: time.Minute}).Handler(&pageHandler{body: "itemX"})
+	const target = "http://shop.test/?item=itemX"
+	etag := bodyETag("itemX (render 1)")
+
+	var got []cacheHeaders
+	got = append(got, cacheHeadersOf(request(mw, http.MethodGet, target)))
+	clock.Advance(200 * time.Second)
+	got = append(got, cacheHeadersOf(request(mw, http.MethodHead, target)))
+	clock.Advance(61500 * time.Millisecond)
+	got = append(got, cacheHeadersOf(request(mw, http.MethodGet, target)))
+	clock.Advance(38 * time.Second)
+	got = append(got, cacheHeadersOf(request(mw, http.MethodGet, target, "If-None-Match: "+etag)))
+	want := []cacheHeaders{
+		{200, "miss", etag, "0", "public, max-age=60", "itemX (render 1)"},
+		{200, "hit", etag, "200", "public, max-age=60", ""},
+		{200, "hit", etag, "261", "public, max-age=38", "itemX (render 1)"}, // the TTL's rest is less
+		{304, "hit", etag, "299", "public, max-age=0", ""},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("GET (fills), HEAD after 200s, GET after 261.5s, conditional GET after 299.5s mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestNewPageMiddleware_RejectsANegativePublicMaxAge(t *testing.T) {
+	s, _ := newStore(t)
+	m, err := retailhttp.NewPageMiddleware(newPageCache(t, s, retail.PageCacheOptions{}), retailhttp.PageMiddlewareOptions{PublicMaxAge: -time.Second})
+	if m != nil || !errors.Is(err, retail.ErrInvalid) {
+		t.Errorf("NewPageMiddleware(PublicMaxAge: -1s) = %v, %v, want nil, an error matching %v", m, err, retail.ErrInvalid)
+	}
+}
+
+// TestPageMiddleware_PersonalRequestsGetThePersonalPage is a visitor who
+// logs in after an anonymous visit: the browser asks with the ETag of the
+// anonymous copy, and must get the page the handler renders for the
+// session, marked private, not a 304 that would keep the copy.
+func TestPageMiddleware_PersonalRequestsGetThePersonalPage(t *testing.T) {
+	s, clock := newRankedStore(t)
+	c := newPageCache(t, s, retail.PageCacheOptions{TTL: 300 * time.Second, Clock: clock})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		who := "anonymous"
+		if sess, ok := retailhttp.SessionFrom(r.Context()); ok {
+			who = sess.User
+		}
+		fmt.Fprintf(w, "itemX for %s", who)
+	})
+	mw := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{}).Handler(h)
+	const target = "http://shop.test/?item=itemX"
+	etag := bodyETag("itemX for anonymous")
+	personal := func(header ...string) cacheHeaders {
+		req := httptest.NewRequest(http.MethodGet, target, nil)
+		req = req.WithContext(retailhttp.WithSession(req.Context(), retailhttp.Session{Token: "t", User: "alice"}))
+		for _, line := range header {
+			k, v, _ := strings.Cut(line, ": ")
+			req.Header.Add(k, v)
+		}
+		rec := httptest.NewRecorder()
+		mw.ServeHTTP(rec, req)
+		return cacheHeadersOf(rec)
+	}
+
+	got := []cacheHeaders{
+		cacheHeadersOf(request(mw, http.MethodGet, target)),
+		cacheHeadersOf(request(mw, http.MethodGet, target, "If-None-Match: "+etag)),
+		personal("If-None-Match: " + etag),
+		personal(),
+	}
+	want := []cacheHeaders{
+		{200, "miss", etag, "0", "no-cache", "itemX for anonymous"},
+		{304, "hit", etag, "0", "no-cache", ""},
+		{200, "bypass", "", "", "private, no-cache", "itemX for alice"},
+		{200, "bypass", "", "", "private, no-cache", "itemX for alice"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("anonymous GET, anonymous conditional GET, GET with a session with and without If-None-Match mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestPageMiddleware_HandlerDecidesCacheControlOfSkippedRequests: the
+// middleware's private, no-cache for a skipped request is a default that
+// the handler may replace.
+func TestPageMiddleware_HandlerDecidesCacheControlOfSkippedRequests(t *testing.T) {
+	h := &pageHandler{body: "itemX", header: http.Header{"Cache-Control": {"private, max-age=10"}}}
+	mw, _ := newPageStack(t, h, retailhttp.PageMiddlewareOptions{})
+	got := cacheHeadersOf(request(mw, http.MethodGet, "http://shop.test/?item=itemX", "Authorization: Bearer x"))
+	if want := (cacheHeaders{200, "bypass", "", "", "private, max-age=10", "itemX (render 1)"}); got != want {
+		t.Errorf("GET with Authorization of a handler that sets Cache-Control = %+v, want %+v", got, want)
 	}
 }
 
@@ -716,9 +809,9 @@ func TestPageMiddleware_IfNoneMatchAnswersNotModified(t *testing.T) {
 				got = append(got, cacheHeadersOf(request(mw, method, target, "If-None-Match: "+tc.ifNoneMatch)))
 			}
 			want := []cacheHeaders{
-				{200, "miss", etag, "0", "public, max-age=300", "itemX (render 1)"},
-				{200, "hit", etag, "0", "public, max-age=300", "itemX (render 1)"},
-				{200, "hit", etag, "0", "public, max-age=300", ""},
+				{200, "miss", etag, "0", "no-cache", "itemX (render 1)"},
+				{200, "hit", etag, "0", "no-cache", "itemX (render 1)"},
+				{200, "hit", etag, "0", "no-cache", ""},
 			}
 			if tc.match {
 				for i := range want {
@@ -970,5 +1063,107 @@ func TestPageMiddleware_CountsRequestsInStatsAsXCacheSays(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, s.Stats()); diff != "" {
 		t.Errorf("Stats mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// pageKeyRecorder records the keys of the pages written to a Store.
+type pageKeyRecorder struct {
+	*memory.Store
+	mu   sync.Mutex
+	keys map[string]int // key: writes
+}
+
+func (s *pageKeyRecorder) record(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys == nil {
+		s.keys = make(map[string]int)
+	}
+	s.keys[key]++
+}
+
+func (s *pageKeyRecorder) SetPage(ctx context.Context, key string, data []byte, ttl time.Duration) error {
+	s.record(key)
+	return s.Store.SetPage(ctx, key, data, ttl)
+}
+
+func (s *pageKeyRecorder) SetItemPage(ctx context.Context, item, key string, data []byte, ttl time.Duration) error {
+	s.record(key)
+	return s.Store.SetItemPage(ctx, item, key, data, ttl)
+}
+
+// pathSpellings returns distinct spellings of /item that a router may
+// take for it: each letter as it is or percent-encoded in upper- or
+// lower-case hex, behind dot segments and doubled slashes, with and
+// without a trailing slash. The first is the canonical one.
+func pathSpellings() []string {
+	var names []string
+	var spell func(prefix, rest string)
+	spell = func(prefix, rest string) {
+		if rest == "" {
+			names = append(names, prefix)
+			return
+		}
+		c := rest[0]
+		spell(prefix+string(c), rest[1:])
+		spell(prefix+fmt.Sprintf("%%%02X", c), rest[1:])
+		spell(prefix+fmt.Sprintf("%%%02x", c), rest[1:])
+	}
+	spell("", "item") // "item" first
+	seen := make(map[string]bool)
+	var paths []string
+	for _, before := range []string{"/", "//", "///", "/./", "/%2e/", "/%2E/", "/x/../", "/x/%2e%2e/", "/x/%2E%2E/", "/x/.%2e/", "/./x/../"} {
+		for _, name := range names {
+			for _, after := range []string{"", "/", "/.", "//", "/./", "/%2e"} {
+				if p := before + name + after; !seen[p] {
+					seen[p] = true
+					paths = append(paths, p)
+				}
+			}
+		}
+	}
+	return paths
+}
+
+// TestPageMiddleware_SpellingsOfAPathAddOneEntry is the attack of many
+// spellings of one page's URL, which a router serves as one page: they
+// must not fill the cache. Each is served 200, by the handler or the
+// cache, and the store holds one page afterwards.
+func TestPageMiddleware_SpellingsOfAPathAddOneEntry(t *testing.T) {
+	ms, _ := newRankedStore(t) // itemX is ranked
+	s := &pageKeyRecorder{Store: ms}
+	h := &pageHandler{body: "itemX"} // answers every path, as a router that neither cleans nor decodes could
+	mw := newMiddleware(t, newPageCache(t, s, retail.PageCacheOptions{}), retailhttp.PageMiddlewareOptions{}).Handler(h)
+
+	paths := pathSpellings()
+	if len(paths) < 1000 || paths[0] != "/item" {
+		t.Fatalf("pathSpellings gave %d distinct paths starting with %q, want at least 1000 starting with /item", len(paths), paths[0])
+	}
+	xcache := make(map[string]int)
+	for _, p := range paths {
+		target := "http://shop.test" + p + "?item=itemX"
+		rec := request(mw, http.MethodGet, target)
+		if rec.Code != http.StatusOK || !strings.HasPrefix(rec.Body.String(), "itemX (render ") {
+			t.Fatalf("GET %s = %d %q, want 200 and the page", target, rec.Code, rec.Body)
+		}
+		xcache[rec.Header().Get("X-Cache")]++
+	}
+	// Once more, canonically: served from the one entry.
+	if got := serve(mw, http.MethodGet, "http://shop.test/item?item=itemX"); got != (response{200, "hit", "itemX (render 1)"}) {
+		t.Errorf("GET /item?item=itemX after the spellings = %+v, want 200, hit, render 1", got)
+	}
+
+	s.mu.Lock()
+	keys := s.keys
+	s.mu.Unlock()
+	t.Logf("%d spellings of /item stored %d page keys; X-Cache: %v", len(paths), len(keys), xcache)
+	if want := map[string]int{"GET /item?item=itemX": 1}; !cmp.Equal(want, keys) {
+		t.Errorf("page keys written (key: writes) = %v, want %v", keys, want)
+	}
+	if want := map[string]int{"miss": 1, "bypass": len(paths) - 1}; !cmp.Equal(want, xcache) {
+		t.Errorf("X-Cache of the spellings = %v, want %v", xcache, want)
+	}
+	if st := ms.Stats(); st.PageBypasses != uint64(len(paths)-1) {
+		t.Errorf("Stats().PageBypasses = %d, want %d", st.PageBypasses, len(paths)-1)
 	}
 }

@@ -216,13 +216,18 @@ var hopHeaders = []string{"Connection", "Content-Length", "Date", "Keep-Alive", 
 // HEAD requests. A page without a Content-Type (CacheRequest stores none)
 // gets the one net/http would sniff from its body, for GET and HEAD alike.
 // A stored page (with Stored and Expires) gets Age and Cache-Control by
-// now, and answers 304 to a request whose If-None-Match matches its ETag.
-func serve(w http.ResponseWriter, r *http.Request, p *retail.CachedPage, xcache string, now time.Time) {
+// now: no-cache, or public for at most publicMaxAge if that is not zero.
+// It answers 304 to a request whose If-None-Match matches its ETag.
+func serve(w http.ResponseWriter, r *http.Request, p *retail.CachedPage, xcache string, now time.Time, publicMaxAge time.Duration) {
 	h := w.Header()
 	stored := !p.Expires.IsZero()
 	if stored {
 		h.Set("Age", strconv.FormatInt(wholeSeconds(now.Sub(p.Stored)), 10))
-		h.Set("Cache-Control", "public, max-age="+strconv.FormatInt(wholeSeconds(p.Expires.Sub(now)), 10))
+		if publicMaxAge > 0 {
+			h.Set("Cache-Control", "public, max-age="+strconv.FormatInt(wholeSeconds(min(publicMaxAge, p.Expires.Sub(now))), 10))
+		} else {
+			h.Set("Cache-Control", "no-cache")
+		}
 		if etag := firstValue(p.Header, "Etag"); etag != "" {
 			h.Set("Etag", etag)
 			if etagMatches(r.Header.Values("If-None-Match"), etag) {

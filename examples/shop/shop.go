@@ -166,14 +166,15 @@ func itemURL(id string) string { return "/item?item=" + url.QueryEscape(id) }
 func price(cents int) string { return fmt.Sprintf("$%d.%02d", cents/100, cents%100) }
 
 // common fills in what every page shows. Pages of a visitor with a
-// session are personal: they say so, and the page cache skips them anyway.
+// session are personal: they say so, so that no browser shows them again
+// unasked, and the page cache skips them anyway.
 func (s *shop) common(w http.ResponseWriter, r *http.Request, title string) (common, error) {
 	c := common{Title: title, Here: r.URL.RequestURI(), Rendered: time.Now().Format(time.TimeOnly)}
 	sess, ok := retailhttp.SessionFrom(r.Context())
 	if !ok {
 		return c, nil
 	}
-	w.Header().Set("Cache-Control", "private")
+	w.Header().Set("Cache-Control", "private, no-cache")
 	c.Session, c.User = true, sess.User
 	ctx := r.Context()
 	var err error
