@@ -83,6 +83,28 @@
 // Constructors (NewPageCache, the workers', the backends') check their
 // options the same way: an option out of range is an *InputError too.
 //
+// # Tokens at rest
+//
+// A Store never keeps a session's token, the secret its cookie carries:
+// it hashes every token it is given (SHA-256, the first 16 bytes) and
+// keeps the session under that ID, for every backend alike. Whoever reads
+// the data (a Redis replica, a backup, MONITOR or SCAN) learns no token and
+// can take over no session; an ID sent as a cookie names no session, since
+// it is hashed again. [Sessions.UserSessions] lists sessions by ID,
+// [Sessions.EndSession] ends one by ID, and [SessionID] gives a token's ID.
+// Sessions stored by a version before hashing (under their raw tokens)
+// are not found by this one: their visitors log in again, and the old
+// keys expire by themselves.
+//
+// # Log out everywhere
+//
+// [Sessions.LogoutUser] ends the sessions it finds in the user's index and
+// records the millisecond of the Store's clock in which it began: a
+// session of that user logged in at or before it is over for every call
+// from then on, whether or not the index listed it (a login running at the
+// same time, or an entry a Redis failover lost). Call it after changing a
+// password; a login that completes a millisecond later is not ended.
+//
 // # Errors
 //
 // A miss is not an error: lookups report it with a false boolean or an empty

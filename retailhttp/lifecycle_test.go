@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -660,4 +661,55 @@ func ExampleSessionManager_Ensure() {
 	// your cart is empty
 	// Added kettle. guest: true, cart: map[kettle:1]
 	// guest: true, cart: map[kettle:1]
+}
+
+// TestSessionManager_LogoutEverywhereHoldsAgainstALoginInFlight races a
+// login on one device (a guest's, with a cart, or alice logging in again)
+// against "log out everywhere" on another of alice's devices, 2,000 times:
+// the session the login hands out must be over too, whichever request
+// reaches the store first. (The store's clock stands still, so the login
+// falls in the millisecond the logout began in.)
+func TestSessionManager_LogoutEverywhereHoldsAgainstALoginInFlight(t *testing.T) {
+	ctx := context.Background()
+	s, clock := newStore(t)
+	m := newManager(t, s, cookieModes[0].opts(clock))
+	shop := newShop(m, s)
+	survived := 0
+	for i := range 2000 {
+		_, phone := login(t, m, ctx, "alice")
+		var laptop *http.Cookie
+		if i%2 == 0 {
+			laptop = post(t, shop, "/cart?item=itemX").Cookies()[0] // a guest
+		} else {
+			_, laptop = login(t, m, ctx, "alice")
+		}
+		var (
+			wg       sync.WaitGroup
+			loggedIn *http.Response
+		)
+		wg.Go(func() { loggedIn = post(t, shop, "/login?user=alice", laptop) })
+		wg.Go(func() { post(t, shop, "/logout-everywhere", phone) })
+		wg.Wait()
+		var fresh *http.Cookie
+		for _, c := range loggedIn.Cookies() {
+			if c.MaxAge >= 0 && c.Value != "" {
+				fresh = c
+			}
+		}
+		if fresh == nil {
+			t.Fatalf("POST /login set no session cookie: %q", loggedIn.Header["Set-Cookie"])
+		}
+		if v := get(m, "/", fresh); v.ok {
+			survived++
+			if survived == 1 {
+				t.Errorf("trial %d: the login's cookie has session %+v after log out everywhere, want none", i, v.session)
+			}
+		}
+	}
+	if survived != 0 {
+		t.Errorf("%d of 2000 logins survived a concurrent log out everywhere, want 0", survived)
+	}
+	if infos, err := s.UserSessions(ctx, "alice"); len(infos) != 0 || err != nil {
+		t.Errorf("UserSessions(alice) = %d sessions, %v, want none", len(infos), err)
+	}
 }

@@ -33,7 +33,8 @@
 //	viewed:T (zset item→ts)  retail:seen:{T} (string)        the last-seen stamp and the recently viewed items, newest first by position (views in one millisecond keep their order), written by every refresh
 //	cart:T (hash)            retail:cart:{T} (hash)          same, on the session's slot
 //	                         retail:values:{T} (hash)        the session's values, key → bytes
-//	                         retail:user:{U} (zset)          a user's sessions, token → created stamp, for UserSessions and LogoutUser
+//	                         retail:user:{U} (zset)          a user's sessions, ID → created stamp, for UserSessions and LogoutUser
+//	                         retail:loggedout:{U} (string)   the Unix ms of the user's last LogoutUser: their sessions logged in at or before it are over
 //	viewed: (zset item→-n)   retail:{views}:viewed (zset)    same scores, so ZRANK gives rank 0 to the most viewed, ties by name
 //	cache:H (string)         retail:page:KEY (string)        the page cache's key instead of a hash; the value starts with its expiry (see below)
 //	inv:ID (string)          retail:row:ID (string)          same
@@ -43,8 +44,9 @@
 //	                         retail:{views:K}:viewed         with Options.Spread N > 1: part K of the view counts; either tag may end
 //	                                                         in .J, the smallest J >= 1 that puts its slot in the K-th of N equal slot ranges
 //
-// T is the token and U the user, with "%" and "}" escaped so that {T} and
-// {U} are always the whole hash tag: a session's keys share a slot and its
+// T is the session's ID, the hash of its token (the Store never hands a
+// backend a token; see "Tokens at rest" in package retail), and U the
+// user, with "%" and "}" escaped so that {U} is always the whole hash tag: a session's keys share a slot and its
 // scripts run there, and each user's index has a slot of its own.
 //
 // The login holds the session's created stamp (with its clock milliseconds

@@ -263,3 +263,87 @@ func (l *load) stop() (ops, failed int64) {
 	l.wg.Wait()
 	return l.ops.Load(), l.failed.Load()
 }
+
+// TestFailover_LogoutUserEndsSessionsTheIndexLost logs one user in again
+// and again from 16 goroutines and kills the master that holds the user's
+// index meanwhile: its replica takes over without the last entries it had
+// not received, so the index misses sessions that exist. LogoutUser,
+// acknowledged once the cluster is whole, must still end every one of
+// them.
+func TestFailover_LogoutUserEndsSessionsTheIndexLost(t *testing.T) {
+	cl, err := redistest.StartReplicatedCluster(3, 1, "--cluster-node-timeout", "1000")
+	if err != nil {
+		unavailable(t, "replicated Redis Cluster", err)
+	}
+	defer cl.Close()
+	addrs := cl.Addrs()
+	c := newClient(t, rueidis.ClientOption{InitAddress: addrs})
+	const prefix, user = "lu:", "victim"
+	clock := retail.NewManualClock(time.Now())
+	s := mustNew(t, c, rueidisbackend.Options{Prefix: prefix, Clock: clock})
+	if _, err := s.StartSession(bg, "first", user); err != nil {
+		t.Fatal(err)
+	}
+	down := owner(t, c, addrs, prefix+"user:{"+user+"}")
+
+	ctx, cancel := context.WithCancel(bg)
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		started = []string{"first"}
+		next    atomic.Int64
+	)
+	for range 16 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				token := fmt.Sprintf("login-%d", next.Add(1))
+				cctx, done := context.WithTimeout(ctx, 300*time.Millisecond)
+				ok, err := s.StartSession(cctx, token, user)
+				done()
+				if ok && err == nil {
+					mu.Lock()
+					started = append(started, token)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(started) > 2000 })
+	if err := cl.Kill(down); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.WaitHealthy(30*time.Second, down); err != nil {
+		t.Fatal(err)
+	}
+	n := len(started)
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(started) > n+500 })
+	cancel()
+	wg.Wait()
+
+	clock.Advance(time.Millisecond)
+	var listed []retail.SessionInfo
+	waitFor(t, func() bool {
+		listed, err = s.UserSessions(bg, user)
+		return err == nil
+	})
+	var ended int
+	waitFor(t, func() bool {
+		// Until the client has seen the new topology, a call can fail.
+		ended, err = s.LogoutUser(bg, user)
+		return err == nil
+	})
+	live := 0
+	for _, token := range started {
+		if _, ok, err := s.CheckToken(bg, token); ok || err != nil {
+			live++
+			if live == 1 {
+				t.Errorf("CheckToken(%q) after an acknowledged LogoutUser = %v, %v, want a miss", token, ok, err)
+			}
+		}
+	}
+	t.Logf("%d sessions started, %d listed by the index after the failover (%d lost), LogoutUser ended %d; %d live after it",
+		len(started), len(listed), len(started)-len(listed), ended, live)
+	if live != 0 {
+		t.Errorf("%d of %d sessions live after an acknowledged LogoutUser, want 0", live, len(started))
+	}
+}

@@ -148,3 +148,60 @@ func TestUserSessions_DropsEntriesOfSessionsGone(t *testing.T) {
 		}
 	})
 }
+
+// TestLogoutUser_EndsSessionsItsIndexLost removes sessions' entries from
+// their user's index, as a failover that loses a master's last writes
+// does, and logs the user out everywhere: every session ends, found in
+// the index or not, for every call that reads or writes a session.
+func TestLogoutUser_EndsSessionsItsIndexLost(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, tg target) {
+		clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+		s, c, prefix := newStore(t, tg, clock)
+		tokens := []string{"lost-1", "lost-2", "kept-3", "kept-4"}
+		for _, token := range tokens {
+			if _, err := s.StartSession(bg, token, "alice"); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.AddToCart(bg, token, "item-a", 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		index := prefix + "user:{alice}"
+		if err := c.Do(bg, c.B().Zrem().Key(index).Member(retail.SessionID("lost-1"), retail.SessionID("lost-2")).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Millisecond)
+		n, err := s.LogoutUser(bg, "alice")
+		if n != 2 || err != nil {
+			t.Errorf(`LogoutUser("alice") = %d, %v, want 2 (the sessions it found), nil`, n, err)
+		}
+		for _, token := range tokens {
+			if user, ok, err := s.CheckToken(bg, token); ok || err != nil {
+				t.Errorf("CheckToken(%q) after LogoutUser = %q, %v, %v, want a miss", token, user, ok, err)
+			}
+			if _, ok, err := s.RefreshSession(bg, token, "item-b"); ok || err != nil {
+				t.Errorf("RefreshSession(%q) after LogoutUser = %v, %v, want a miss", token, ok, err)
+			}
+			if cart, err := s.Cart(bg, token); len(cart) != 0 || err != nil {
+				t.Errorf("Cart(%q) after LogoutUser = %v, %v, want empty", token, cart, err)
+			}
+			if err := s.AddToCart(bg, token, "item-b", 1); !errors.Is(err, retail.ErrNoSession) {
+				t.Errorf("AddToCart(%q) after LogoutUser = %v, want ErrNoSession", token, err)
+			}
+		}
+		if infos, err := s.UserSessions(bg, "alice"); len(infos) != 0 || err != nil {
+			t.Errorf(`UserSessions("alice") after LogoutUser = %+v, %v, want none`, infos, err)
+		}
+		// A login in a later millisecond is not ended.
+		clock.Advance(time.Millisecond)
+		if _, err := s.StartSession(bg, "after", "alice"); err != nil {
+			t.Fatal(err)
+		}
+		if user, ok, err := s.CheckToken(bg, "after"); user != "alice" || !ok || err != nil {
+			t.Errorf(`CheckToken("after") = %q, %v, %v, want "alice", true, nil`, user, ok, err)
+		}
+		if n, err := s.SessionCount(bg); n != 1 || err != nil {
+			t.Errorf("SessionCount() = %d, %v, want 1 (the calls removed the sessions that were over)", n, err)
+		}
+	})
+}
