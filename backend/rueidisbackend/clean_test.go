@@ -145,7 +145,7 @@ func TestCleanSettle_DeletesBelowTheBoundKeepsTheRest(t *testing.T) {
 			}
 			stamp := func(tok string) string {
 				t.Helper()
-				v, err := c.Do(bg, c.B().Get().Key(prefix+"seen:{"+tok+"}").Build()).ToString()
+				v, err := c.Do(bg, c.B().Get().Key(prefix+"seen:{"+retail.SessionID(tok)+"}").Build()).ToString()
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -153,7 +153,7 @@ func TestCleanSettle_DeletesBelowTheBoundKeepsTheRest(t *testing.T) {
 			}
 			entry := func(tok string) string {
 				t.Helper()
-				v, err := c.Do(bg, c.B().Zscore().Key(index).Member(tok).Build()).ToString()
+				v, err := c.Do(bg, c.B().Zscore().Key(index).Member(retail.SessionID(tok)).Build()).ToString()
 				if err != nil && !rueidis.IsRedisNil(err) {
 					t.Fatal(err)
 				}
@@ -194,7 +194,7 @@ func TestCleanSettle_DeletesBelowTheBoundKeepsTheRest(t *testing.T) {
 			// neither keys nor an entry.
 			now := float64(clock.Now().UnixMilli())
 			for tok, at := range map[string]float64{"old": now - 2*60*1000, "young": now} {
-				if err := c.Do(bg, c.B().Zadd().Key(index).ScoreMember().ScoreMember(at, tok).Build()).Error(); err != nil {
+				if err := c.Do(bg, c.B().Zadd().Key(index).ScoreMember().ScoreMember(at, retail.SessionID(tok)).Build()).Error(); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -208,7 +208,7 @@ func TestCleanSettle_DeletesBelowTheBoundKeepsTheRest(t *testing.T) {
 				t.Errorf("Settle(b, c, strays; reach +inf) = %v, want %v", got, want)
 			}
 			left, err := c.Do(bg, c.B().Zrange().Key(index).Min("0").Max("-1").Build()).AsStrSlice()
-			if err != nil || !slices.Equal(left, []string{"young"}) {
+			if err != nil || !slices.Equal(left, []string{retail.SessionID("young")}) {
 				t.Errorf("index after the rounds = %q, %v; want only the young stray", left, err)
 			}
 			if n, err := s.SessionCount(bg); err != nil || n != 1 {

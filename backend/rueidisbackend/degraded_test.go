@@ -29,7 +29,7 @@ func TestDegraded_SessionsRefreshWhileTheViewsNodeIsDown(t *testing.T) {
 	var tokens []string
 	for i := 0; len(tokens) < 30; i++ {
 		token := fmt.Sprintf("deg-%d", i)
-		if owner(t, c, addrs, "deg:login:{"+token+"}") == down {
+		if owner(t, c, addrs, "deg:login:{"+retail.SessionID(token)+"}") == down {
 			continue
 		}
 		if created, err := s.StartSession(bg, token, "user-"+token); err != nil || !created {

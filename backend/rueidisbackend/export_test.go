@@ -1,6 +1,10 @@
 package rueidisbackend
 
-import "context"
+import (
+	"context"
+
+	"github.com/retailkit/retail/internal/sessionid"
+)
 
 // SetRenewHook makes s run hook between the two steps of RenewSession (see
 // renew.go); an error it returns fails the second step, as a crash or a
@@ -36,10 +40,12 @@ func Queued(s *Store) int {
 func Settle(s *Store, tokens []string, reach string) ([]any, error) {
 	start, now := s.d.nextStamp()
 	entries := make([]indexEntry, len(tokens))
+	ids := make([]string, len(tokens))
 	for i, t := range tokens {
-		entries[i] = indexEntry{token: t}
+		ids[i] = sessionid.Of(t)
+		entries[i] = indexEntry{token: ids[i]}
 	}
-	outcome, err := s.d.outcomes(s.d.do(context.Background(), s.d.settleCall(entries, reach, start, now-s.d.idle+1)), tokens)
+	outcome, err := s.d.outcomes(s.d.do(context.Background(), s.d.settleCall(entries, reach, start, now-s.d.idle+1)), ids)
 	if err != nil {
 		return nil, err
 	}

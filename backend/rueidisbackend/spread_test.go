@@ -260,7 +260,7 @@ func TestSpread_KeyLayout(t *testing.T) {
 			}
 		}
 		for _, tok := range tokens {
-			if _, err := mr.ZScore(indexKey(prefix, spread, tok), tok); err != nil {
+			if _, err := mr.ZScore(indexKey(prefix, spread, retail.SessionID(tok)), retail.SessionID(tok)); err != nil {
 				t.Errorf("token %q is not in %s: %v", tok, indexKey(prefix, spread, tok), err)
 			}
 			if _, err := mr.ZScore(viewedKey(prefix, spread, "item-"+tok), "item-"+tok); err != nil {

@@ -38,7 +38,7 @@ func TestCleaning_DoesNotStallOnLaggingIndexEntries(t *testing.T) {
 			// index write leaves them.
 			for i := range used {
 				token := fmt.Sprintf("used-%03d", i)
-				if err := c.Do(bg, c.B().Zadd().Key(indexKey(prefix, spread, token)).ScoreMember().ScoreMember(float64(i), token).Build()).Error(); err != nil {
+				if err := c.Do(bg, c.B().Zadd().Key(indexKey(prefix, spread, retail.SessionID(token))).ScoreMember().ScoreMember(float64(i), retail.SessionID(token)).Build()).Error(); err != nil {
 					t.Fatal(err)
 				}
 			}
