@@ -47,6 +47,19 @@ type pending struct {
 	done       chan struct{} // closed once reply and err are set
 	reply      rueidis.RedisMessage
 	err        error
+	// Under the batcher's mu: left is whether the caller gave up waiting
+	// (its context ended), flight the batch it went out in (nil while it
+	// is queued).
+	left   bool
+	flight *flight
+}
+
+// flight is a batch on its way. It is sent under a context of its own,
+// which ends when every caller in it has given up waiting: a caller whose
+// context ends leaves at once, and the batch goes on for the others.
+type flight struct {
+	waiting int // callers in it still waiting, under the batcher's mu
+	cancel  context.CancelFunc
 }
 
 // common is the value of a call's KEYS[pos] or ARGV[pos] (as a script body
@@ -105,61 +118,101 @@ func (s *store) runScript(ctx context.Context, b *batcher, sc *script, keys, arg
 }
 
 // do runs the script on keys and args, in a batch with whatever other calls
-// are waiting, and returns its answer. If ctx ends first, do returns its
-// error at once; the call may still run.
+// are waiting, and returns its answer. Batches are sent by goroutines of
+// their own, so that a caller can leave while its call is queued or on its
+// way: if ctx ends first, do returns its error at once. A call that left
+// the queue before its batch went out is never sent; one on its way may
+// still run.
 func (b *batcher) do(ctx context.Context, keys, args []string) (rueidis.RedisMessage, error) {
 	p := &pending{keys: keys, args: args, done: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, p)
 	if b.sending < maxInFlight {
 		b.sending++
-		batch := b.take()
-		b.mu.Unlock()
-		b.send(context.WithoutCancel(ctx), batch)
-	} else {
-		b.mu.Unlock()
+		go b.send(context.WithoutCancel(ctx))
 	}
+	b.mu.Unlock()
 	select {
 	case <-p.done:
 		return p.reply, p.err
 	case <-ctx.Done():
-		return rueidis.RedisMessage{}, ctx.Err()
+		return b.leave(ctx, p)
 	}
 }
 
-// take removes the next batch from the queue; b.mu is held.
+// leave gives up waiting for p, whose caller's ctx has ended, and returns
+// ctx's error, or p's answer if it came meanwhile and reported success.
+// The last caller to leave a batch on its way ends the batch's context.
+func (b *batcher) leave(ctx context.Context, p *pending) (rueidis.RedisMessage, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case <-p.done:
+		if p.err == nil {
+			return p.reply, nil
+		}
+		return rueidis.RedisMessage{}, ctx.Err()
+	default:
+	}
+	p.left = true
+	if f := p.flight; f != nil {
+		if f.waiting--; f.waiting == 0 {
+			f.cancel()
+		}
+	}
+	return rueidis.RedisMessage{}, ctx.Err()
+}
+
+// take removes the next batch from the queue, dropping the calls whose
+// callers left; b.mu is held.
 func (b *batcher) take() []*pending {
-	n := min(len(b.queue), maxBatch)
-	batch := make([]*pending, n)
-	copy(batch, b.queue)
-	b.queue = append(b.queue[:0], b.queue[n:]...)
+	var batch []*pending
+	i := 0
+	for ; i < len(b.queue) && len(batch) < maxBatch; i++ {
+		if p := b.queue[i]; !p.left {
+			batch = append(batch, p)
+		}
+	}
+	n := copy(b.queue, b.queue[i:])
+	clear(b.queue[n:])
+	b.queue = b.queue[:n]
 	return batch
 }
 
-// send sends batch and answers its calls; then, if calls queued up
-// meanwhile, it hands its place to a goroutine that sends them, so that its
-// caller does not wait for other callers' batches.
-func (b *batcher) send(ctx context.Context, batch []*pending) {
-	if b.s.batchHook != nil {
-		b.s.batchHook(len(batch))
-	}
-	replies, err := b.run(ctx, batch)
-	for i, p := range batch {
-		if err != nil {
-			p.err = err
-		} else {
-			p.reply = replies[i]
-		}
-		close(p.done)
-	}
+// send sends the queued calls, batch after batch, and answers them, until
+// the queue is empty; it holds one of the maxInFlight places. Each batch is
+// sent under a context derived from base (which carries the values of the
+// call that started send, not its end) that ends when all its callers left.
+func (b *batcher) send(base context.Context) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.queue) == 0 {
-		b.sending--
-		return
+	for {
+		batch := b.take()
+		if len(batch) == 0 {
+			b.sending--
+			b.mu.Unlock()
+			return
+		}
+		ctx, cancel := context.WithCancel(base)
+		f := &flight{waiting: len(batch), cancel: cancel}
+		for _, p := range batch {
+			p.flight = f
+		}
+		b.mu.Unlock()
+		if b.s.batchHook != nil {
+			b.s.batchHook(len(batch))
+		}
+		replies, err := b.run(ctx, batch)
+		cancel()
+		for i, p := range batch {
+			if err != nil {
+				p.err = err
+			} else {
+				p.reply = replies[i]
+			}
+			close(p.done)
+		}
+		b.mu.Lock()
 	}
-	next := b.take()
-	go b.send(ctx, next)
 }
 
 // run sends one batch: a batch of one as the script itself, more as its

@@ -35,17 +35,20 @@ func testBatchAnswers(t *testing.T, spread int) {
 	}
 	const callers = 40
 	var (
-		release = make(chan struct{})
-		held    atomic.Int32 // batches waiting for release
-		mu      sync.Mutex
-		largest int
+		held      atomic.Int32 // batches held until release is closed
+		heldCalls atomic.Int32 // the calls in them
+		mu        sync.Mutex
+		largest   int
+		release   chan struct{}
 	)
 	rueidisbackend.SetBatchHook(s, func(calls int) {
 		mu.Lock()
 		largest = max(largest, calls)
+		r := release
 		mu.Unlock()
 		if held.Add(1) <= rueidisbackend.MaxInFlight {
-			<-release
+			heldCalls.Add(int32(calls))
+			<-r
 		}
 	})
 	token := func(i int) string { return "batch-" + strconv.Itoa(i) }
@@ -56,21 +59,23 @@ func testBatchAnswers(t *testing.T, spread int) {
 	phase := func(name string, call func(i int) error) {
 		t.Helper()
 		held.Store(0)
+		heldCalls.Store(0)
 		mu.Lock()
 		largest = 0
+		release = make(chan struct{})
 		mu.Unlock()
 		var wg sync.WaitGroup
 		errs := make([]error, callers)
 		for i := range callers {
 			wg.Go(func() { errs[i] = call(i) })
 		}
-		waitFor(t, func() bool { return held.Load() >= rueidisbackend.MaxInFlight })
-		// Nothing else can be sent until the held batches go: give the other
-		// callers time to queue, without assuming how long they take.
-		waitFor(t, func() bool { return queued(s) >= callers-2*rueidisbackend.MaxInFlight })
-		for range rueidisbackend.MaxInFlight {
-			release <- struct{}{}
-		}
+		// Nothing else can be sent while the first batches (those of the
+		// callers that came first, one or more each) are held: give the
+		// other callers time to queue, without assuming how long they take.
+		waitFor(t, func() bool { return queued(s)+int(heldCalls.Load()) == callers })
+		mu.Lock()
+		close(release)
+		mu.Unlock()
 		wg.Wait()
 		for i, err := range errs {
 			if err != nil {

@@ -249,7 +249,15 @@
 // hearing of it, and a call of several round trips may stop between them.
 // In particular an error matching context.DeadlineExceeded does not mean
 // nothing was written: the command may have reached the server and run
-// after the caller gave up, as with any Redis client.
+// after the caller gave up, as with any Redis client. Conversely, a call
+// returns once its context ends, even while the server stalls: it waits
+// for its reply or its context, whichever comes first. A group-committed
+// call that gives up while queued is never sent; one whose batch is on its
+// way leaves the batch, which goes on for the other calls in it. A call
+// that returns nil was applied. One limit is rueidis's: a connection holds
+// at most 2^ClientOption.RingScaleEachConn commands waiting for replies
+// (1,024 by default), and once a stall has filled that, a call sent on the
+// connection waits for room, past its context, until the server answers.
 // What that can leave: RefreshSession in a cluster, a view not counted and
 // an index entry lagging (cleaning corrects it); StartSession or
 // UpdateToken in a cluster, a session without its index entry or its

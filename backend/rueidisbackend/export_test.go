@@ -32,6 +32,20 @@ func Queued(s *Store) int {
 	return n
 }
 
+// Sending returns how many batches of group-committed calls of s are on
+// their way.
+func Sending(s *Store) int {
+	n := 0
+	for _, b := range []*batcher{s.d.batches.refresh, s.d.batches.update, s.d.batches.cart} {
+		if b != nil {
+			b.mu.Lock()
+			n += b.sending
+			b.mu.Unlock()
+		}
+	}
+	return n
+}
+
 // Settle runs one round's cleanSettle on the sessions of tokens, as if a
 // pass that started now had read their entries and found reach (see
 // cleanOnServer), and returns its answer for each: cleanDeleted,

@@ -25,9 +25,13 @@ var (
 	clusterErr error
 )
 
+// debugCommand lets the tests' own connections send DEBUG (Redis 7 refuses
+// it by default), which TestDeadline_StalledServer stalls the servers with.
+var debugCommand = []string{"--enable-debug-command", "local"}
+
 func TestMain(m *testing.M) {
-	server, serverErr = redistest.StartServer()
-	cluster, clusterErr = redistest.StartCluster(3)
+	server, serverErr = redistest.StartServer(debugCommand...)
+	cluster, clusterErr = redistest.StartCluster(3, debugCommand...)
 	code := redistest.Main(m)
 	if server != nil {
 		server.Close()

@@ -15,16 +15,17 @@ type Server struct {
 }
 
 // StartServer returns the server RETAIL_REDIS_ADDR names, after checking that it answers PING,
-// or starts a private one on a free loopback port. The error matches ErrUnavailable when neither
-// is possible because redis-server is not on PATH.
-func StartServer() (*Server, error) {
+// or starts a private one on a free loopback port, with extra given to redis-server after the
+// package's own arguments (a server RETAIL_REDIS_ADDR names runs as its owner configured it). The
+// error matches ErrUnavailable when neither is possible because redis-server is not on PATH.
+func StartServer(extra ...string) (*Server, error) {
 	if addr := strings.TrimSpace(os.Getenv(envAddr)); addr != "" {
 		if err := ping(addr); err != nil {
 			return nil, fmt.Errorf("redistest: %s=%s: %w", envAddr, addr, err)
 		}
 		return &Server{addr: addr}, nil
 	}
-	return startPrivate(nil)
+	return startPrivate(nil, extra)
 }
 
 // StartServerUnder starts a private redis-server on a free loopback port
@@ -36,18 +37,18 @@ func StartServerUnder(wrap ...string) (*Server, error) {
 	if len(wrap) == 0 {
 		return nil, errors.New("redistest: StartServerUnder needs a command")
 	}
-	return startPrivate(wrap)
+	return startPrivate(wrap, nil)
 }
 
 // startPrivate starts a private redis-server on a free loopback port, as
-// the argument of the command wrap if there is one, and waits until it
-// answers.
-func startPrivate(wrap []string) (*Server, error) {
+// the argument of the command wrap if there is one, with extra after the
+// package's arguments, and waits until it answers.
+func startPrivate(wrap, extra []string) (*Server, error) {
 	ports, err := pickPorts(1, false)
 	if err != nil {
 		return nil, err
 	}
-	p, err := startOwnedUnder(ports[0], false, wrap, nil)
+	p, err := startOwnedUnder(ports[0], false, wrap, extra)
 	if err != nil {
 		return nil, err
 	}
