@@ -3,6 +3,7 @@ package retail_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -69,6 +70,8 @@ var tokenOf = func() map[string]string {
 // and byte slices by their length.
 func arg(a any) string {
 	switch v := a.(type) {
+	case rawArg:
+		return string(v)
 	case sid:
 		if token, ok := tokenOf[string(v)]; ok {
 			return "id(" + arg(token) + ")"
@@ -205,8 +208,22 @@ func (d *fakeDriver) SetRow(_ context.Context, row string, data []byte) error {
 	return d.record("SetRow", row, data)
 }
 
-func (d *fakeDriver) CountView(_ context.Context, item string) error {
-	return d.record("CountView", item)
+func (d *fakeDriver) CountViews(_ context.Context, views []driver.ItemViews) error {
+	shown := make([]string, len(views))
+	for i, v := range views {
+		shown[i] = arg(v.Item) + "×" + fmt.Sprint(v.Views)
+	}
+	slices.Sort(shown)
+	return d.record("CountViews", rawArg(strings.Join(shown, ", ")))
+}
+
+// rawArg is an argument a recorded call shows as it is.
+type rawArg string
+
+// unbuffered is the Store over d that sends each view to d at once (see
+// retail.StoreOptions), so that a test sees every call reach d.
+func unbuffered(d driver.Store) retail.Store {
+	return retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: -1})
 }
 
 func (d *fakeDriver) ItemRank(_ context.Context, item string) (int, bool, error) {

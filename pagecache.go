@@ -58,6 +58,16 @@ type PageCacheOptions struct {
 	// of the pages it serves; SystemClock if nil. Give it the Store's
 	// clock.
 	Clock Clock
+
+	// RankEvery is how old the ranks may be by which the book's rule
+	// decides: the cache keeps the ranks of the MaxRank most viewed items
+	// in its process, read with one TopItems call and read again in the
+	// background once they are RankEvery old (by the system's clock), so
+	// that deciding costs the Store nothing. DefaultViewFlush if zero,
+	// which matches how often a Store sends its process's views. If
+	// negative, or MaxRank is above MaxTopItems, every decision asks the
+	// Store's ItemRank instead.
+	RankEvery time.Duration
 }
 
 // PageCache decides which pages are cached and caches them in a Store: the
@@ -82,6 +92,7 @@ type PageCache struct {
 	params  map[string]bool // "item" and the Params option
 	flights flights         // the renders in progress, by page key
 	stats   *counters       // the Store's (see Stats)
+	ranks   rankSnapshots   // the ranks the book's rule decides by
 }
 
 // NewPageCache returns a page cache over s. It returns an error matching
@@ -109,6 +120,9 @@ func NewPageCache(s interface {
 	}
 	if opts.Clock == nil {
 		opts.Clock = SystemClock{}
+	}
+	if opts.RankEvery == 0 {
+		opts.RankEvery = DefaultViewFlush
 	}
 	if opts.TrackingParams == nil {
 		opts.TrackingParams = DefaultTrackingParams
@@ -155,7 +169,11 @@ func (c *PageCache) CanCache(ctx context.Context, u *url.URL) (bool, error) {
 		}
 		return ok, nil
 	}
-	return canCache(ctx, c.store, u, c.opts.MaxRank)
+	rank := c.store.ItemRank
+	if c.opts.RankEvery > 0 && c.opts.MaxRank <= MaxTopItems {
+		rank = c.rank
+	}
+	return canCache(ctx, rank, u, c.opts.MaxRank)
 }
 
 // Lookup returns the page cached for u, without rendering and without
@@ -428,10 +446,10 @@ func pageItem(u *url.URL) string {
 // rules, makes the page not cacheable rather than an error: such a page is
 // simply rendered every time. Errors from views are returned as they are.
 func CanCache(ctx context.Context, views Views, u *url.URL) (bool, error) {
-	return canCache(ctx, views, u, DefaultMaxCacheRank)
+	return canCache(ctx, views.ItemRank, u, DefaultMaxCacheRank)
 }
 
-func canCache(ctx context.Context, views Views, u *url.URL, maxRank int) (bool, error) {
+func canCache(ctx context.Context, itemRank func(context.Context, string) (int, bool, error), u *url.URL, maxRank int) (bool, error) {
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
 		// Which item is asked for is ambiguous; the cache must not guess.
@@ -444,7 +462,7 @@ func canCache(ctx context.Context, views Views, u *url.URL, maxRank int) (bool, 
 	if checkID("", "", items[0]) != nil {
 		return false, nil
 	}
-	rank, ok, err := views.ItemRank(ctx, items[0])
+	rank, ok, err := itemRank(ctx, items[0])
 	if err != nil {
 		return false, err
 	}

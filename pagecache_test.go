@@ -379,13 +379,13 @@ func TestPageCache_StoreErrorsAreNotWrapped(t *testing.T) {
 	s.Close()
 
 	ok, err := c.CanCache(ctx, u)
-	wantClosedError(t, "CanCache after Close", err, "ItemRank")
+	wantClosedError(t, "CanCache after Close", err, "TopItems") // the first read of the ranks
 	if ok {
 		t.Errorf("CanCache after Close = true, want false")
 	}
 	r := &renderer{body: "page"}
 	body, hit, err := c.CacheRequest(ctx, u, r.render)
-	wantClosedError(t, "CacheRequest after Close", err, "ItemRank")
+	wantClosedError(t, "CacheRequest after Close", err, "TopItems")
 	if body != nil || hit {
 		t.Errorf("CacheRequest after Close = %q, %v, want nil, false", body, hit)
 	}

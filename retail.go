@@ -316,8 +316,16 @@ type Rows interface {
 // counts are ranked by item name, ascending.
 type Views interface {
 	// CountView counts one view of item, as RefreshSession does for a
-	// session: the views of visitors without a session count too.
+	// session: the views of visitors without a session count too. The
+	// Store may add views up in its process before it stores them (see
+	// [StoreOptions].ViewFlush); ItemRank and TopItems see every view the
+	// process counted before them.
 	CountView(ctx context.Context, item string) error
+
+	// FlushViews stores the views this process has added up and not yet
+	// stored. Close does it too; a Store that stores each view at once has
+	// nothing to do.
+	FlushViews(ctx context.Context) error
 
 	// ItemRank returns item's rank. An item that was never viewed, or was
 	// dropped by RescaleViews, has no rank: ok == false and a nil error.

@@ -147,7 +147,7 @@ func invalidCalls() []invalidCall {
 				_, err := s.IncrementCart(ctx, "tok-a", v, 1)
 				return err
 			})
-		add("Item"+b.name, "CountView", "item", "CountView("+show(v)+")",
+		add("Item"+b.name, "CountView", "item", "CountViews("+show(v)+"×1)",
 			func(ctx context.Context, s retail.Store) error { return s.CountView(ctx, v) })
 		add("Item"+b.name, "SetItemPage", "item", "SetItemPage("+show(v)+`, "page-a", "body", 1m)`,
 			func(ctx context.Context, s retail.Store) error {
@@ -304,7 +304,7 @@ func TestStore_InvalidInputNeverReachesDriver(t *testing.T) {
 	for _, c := range invalidCalls() {
 		t.Run(c.name, func(t *testing.T) {
 			d := &fakeDriver{}
-			err := c.do(t.Context(), retail.NewStore(d))
+			err := c.do(t.Context(), unbuffered(d))
 			wantInputError(t, c.desc, err, c.op, c.arg)
 			var oe *retail.OpError
 			if errors.As(err, &oe) {
@@ -323,7 +323,7 @@ func TestStore_AcceptsLimits(t *testing.T) {
 	user := strings.Repeat("é", retail.MaxUserLen/2)
 	key := strings.Repeat("k", retail.MaxPageKeyLen)
 	d := &fakeDriver{}
-	s := retail.NewStore(d)
+	s := unbuffered(d)
 	var errs []error
 	call := func(err error) { errs = append(errs, err) }
 	call(s.UpdateToken(ctx, id, user, id))
@@ -392,8 +392,10 @@ func TestStore_AcceptsLimits(t *testing.T) {
 	}
 	want := []string{
 		`UpdateToken(id(<256 bytes>), <1024 bytes>, <256 bytes>)`,
+		`CountViews(<256 bytes>×1)`,
 		`UpdateToken(id("t"), "u", "")`,
 		`UpdateToken(id("\xff"), "line\nbreak\x00", "a:{b}* ü")`,
+		`CountViews("a:{b}* ü"×1)`,
 		fmt.Sprintf(`AddToCart(id(<256 bytes>), <256 bytes>, %d)`, retail.MaxCartCount),
 		fmt.Sprintf(`AddToCart(id("t"), "i", %d)`, math.MinInt),
 		`StartSession(id(<256 bytes>), <1024 bytes>)`,
@@ -412,7 +414,7 @@ func TestStore_AcceptsLimits(t *testing.T) {
 		`DeleteValue(id(<256 bytes>), <256 bytes>)`,
 		fmt.Sprintf(`IncrementCart(id(<256 bytes>), <256 bytes>, %d)`, retail.MaxCartCount),
 		fmt.Sprintf(`IncrementCart(id("t"), "i", %d)`, -retail.MaxCartCount),
-		`CountView(<256 bytes>)`,
+		`CountViews(<256 bytes>×1)`,
 		fmt.Sprintf(`SetPage(<2048 bytes>, <%d bytes>, %v)`, retail.MaxPageSize, retail.MaxPageTTL),
 		`SetPage("k", <0 bytes>, 1ms)`,
 		fmt.Sprintf(`SetItemPage(<256 bytes>, <2048 bytes>, <%d bytes>, %v)`, retail.MaxPageSize, retail.MaxPageTTL),

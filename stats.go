@@ -101,6 +101,11 @@ type Stats struct {
 	// cluster it grows after a master fails over.
 	SessionsRepaired uint64
 
+	// ViewFlushFailures counts the times the Store failed to send the
+	// item views its process added up (see [StoreOptions].ViewFlush); the
+	// views are kept and sent with the next window's.
+	ViewFlushFailures uint64
+
 	// RowsRefreshed counts the rows RowCachers stored: rows claimed,
 	// loaded, encoded and stored with [Rows.SetRow] without error. A row
 	// whose load, encoding or storing failed is not counted.
@@ -134,6 +139,7 @@ type counters struct {
 	pageHits, pageMisses, pageBypasses, coalescedRenders counter
 	sessionsStarted, logouts, logoutUserSessions         counter
 	sessionsCleaned, cleaningLag, sessionsRepaired       counter
+	viewFlushFailures                                    counter
 	rowsRefreshed, rescales                              counter
 }
 
@@ -150,6 +156,7 @@ func (c *counters) snapshot() Stats {
 		SessionsCleaned:    c.sessionsCleaned.Load(),
 		CleaningLag:        c.cleaningLag.Load(),
 		SessionsRepaired:   c.sessionsRepaired.Load(),
+		ViewFlushFailures:  c.viewFlushFailures.Load(),
 		RowsRefreshed:      c.rowsRefreshed.Load(),
 		Rescales:           c.rescales.Load(),
 	}

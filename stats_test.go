@@ -112,7 +112,7 @@ func TestStats_CountsSessionCalls(t *testing.T) {
 func TestStats_CountsWhatTheDriverReports(t *testing.T) {
 	ctx := context.Background()
 	d := &fakeDriver{}
-	s := retail.NewStore(d)
+	s := unbuffered(d)
 	call := func(what string, err error) {
 		t.Helper()
 		if d.err == nil && err != nil {
@@ -173,7 +173,7 @@ var _ driver.CacheCounter = (*cachingDriver)(nil)
 
 func TestStats_ClientCacheCountsAreTheDriversAfterCloseToo(t *testing.T) {
 	d := &cachingDriver{fakeDriver: &fakeDriver{}}
-	s := retail.NewStore(d)
+	s := unbuffered(d)
 	d.hits.Store(7)
 	d.misses.Store(3)
 	want := retail.Stats{ClientCacheHits: 7, ClientCacheMisses: 3}
@@ -191,7 +191,7 @@ func TestStats_ClientCacheCountsAreTheDriversAfterCloseToo(t *testing.T) {
 }
 
 func TestStats_ClientCacheCountsAreZeroWithoutACacheCounter(t *testing.T) {
-	s := retail.NewStore(&fakeDriver{})
+	s := unbuffered(&fakeDriver{})
 	if got := s.Stats(); got.ClientCacheHits != 0 || got.ClientCacheMisses != 0 {
 		t.Errorf("Stats() client cache = %d hits, %d misses, want 0, 0", got.ClientCacheHits, got.ClientCacheMisses)
 	}

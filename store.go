@@ -2,6 +2,7 @@ package retail
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -18,13 +19,59 @@ import (
 // wraps every other error once in an [*OpError] naming the operation and
 // its key argument. Backend constructors call it; users get its result from
 // them (see the package documentation, "Writing a backend").
-func NewStore(d driver.Store) Store { return &store{d: d} }
+func NewStore(d driver.Store) Store { return NewStoreWith(d, StoreOptions{}) }
+
+// StoreOptions are the settings of the Store that [NewStoreWith] makes
+// over a driver.
+type StoreOptions struct {
+	// ViewFlush is how long the Store adds up the item views counted in
+	// its process (by CountView, RefreshSession and UpdateToken) before it
+	// sends them to the driver, as one increment per item:
+	// [DefaultViewFlush] if zero. A negative ViewFlush sends each view at
+	// once, which suits a driver whose data lives in the process (memory).
+	// Reads of the counts (ItemRank, TopItems) and RescaleViews send the
+	// process's views first, so a process reads its own views; other
+	// processes see them within ViewFlush. If the process dies, the views
+	// of its last window are lost.
+	ViewFlush time.Duration
+}
+
+// NewStoreWith is [NewStore] with options.
+func NewStoreWith(d driver.Store, opts StoreOptions) Store {
+	s := &store{d: d}
+	if opts.ViewFlush == 0 {
+		opts.ViewFlush = DefaultViewFlush
+	}
+	if opts.ViewFlush > 0 {
+		s.views = newViewBuffer(d, opts.ViewFlush, &s.stats.viewFlushFailures)
+	}
+	return s
+}
 
 type store struct {
 	d      driver.Store
 	closed atomic.Bool
 	stats  counters
-	claims claims // Claim's turns, for a driver that is no driver.Claimer
+	claims claims      // Claim's turns, for a driver that is no driver.Claimer
+	views  *viewBuffer // nil if views go to the driver at once
+}
+
+// countView counts one view of item: into the buffer, or at once.
+func (s *store) countView(ctx context.Context, item string) error {
+	if s.views != nil {
+		s.views.add(item)
+		return nil
+	}
+	return s.d.CountViews(ctx, []driver.ItemViews{{Item: item, Views: 1}})
+}
+
+// flushViews sends the views this process counted, before a call that
+// reads or rescales the counts.
+func (s *store) flushViews(ctx context.Context) error {
+	if s.views == nil {
+		return nil
+	}
+	return s.views.flush(ctx)
 }
 
 func (s *store) statCounters() *counters { return &s.stats }
@@ -102,6 +149,9 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 		return "", false, fail(op, tokenArg(token), err)
 	}
 	user, ok, err := s.d.RefreshSession(ctx, sessionid.Of(token), item)
+	if err == nil && ok && item != "" {
+		err = s.countView(ctx, item)
+	}
 	if err != nil {
 		return "", false, fail(op, tokenArg(token), err)
 	}
@@ -225,7 +275,11 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	if err := s.begin(ctx); err != nil {
 		return fail(op, tokenArg(token), err)
 	}
-	if err := s.d.UpdateToken(ctx, sessionid.Of(token), user, item); err != nil {
+	err := s.d.UpdateToken(ctx, sessionid.Of(token), user, item)
+	if err == nil && item != "" {
+		err = s.countView(ctx, item)
+	}
+	if err != nil {
 		return fail(op, tokenArg(token), err)
 	}
 	return nil
@@ -524,8 +578,19 @@ func (s *store) CountView(ctx context.Context, item string) error {
 	if err := s.begin(ctx); err != nil {
 		return fail(op, keyArg("item", item), err)
 	}
-	if err := s.d.CountView(ctx, item); err != nil {
+	if err := s.countView(ctx, item); err != nil {
 		return fail(op, keyArg("item", item), err)
+	}
+	return nil
+}
+
+func (s *store) FlushViews(ctx context.Context) error {
+	const op = "FlushViews"
+	if err := s.begin(ctx); err != nil {
+		return fail(op, "", err)
+	}
+	if err := s.flushViews(ctx); err != nil {
+		return fail(op, "", err)
 	}
 	return nil
 }
@@ -538,7 +603,12 @@ func (s *store) ItemRank(ctx context.Context, item string) (int, bool, error) {
 	if err := s.begin(ctx); err != nil {
 		return 0, false, fail(op, keyArg("item", item), err)
 	}
-	rank, ok, err := s.d.ItemRank(ctx, item)
+	err := s.flushViews(ctx)
+	var rank int
+	var ok bool
+	if err == nil {
+		rank, ok, err = s.d.ItemRank(ctx, item)
+	}
 	if err != nil {
 		return 0, false, fail(op, keyArg("item", item), err)
 	}
@@ -553,7 +623,11 @@ func (s *store) TopItems(ctx context.Context, n int) ([]ItemViews, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, fail(op, "", err)
 	}
-	top, err := s.d.TopItems(ctx, n)
+	err := s.flushViews(ctx)
+	var top []driver.ItemViews
+	if err == nil {
+		top, err = s.d.TopItems(ctx, n)
+	}
 	if err != nil {
 		return nil, fail(op, "", err)
 	}
@@ -572,6 +646,9 @@ func (s *store) RescaleViews(ctx context.Context, keep int, factor float64) erro
 	if err := s.begin(ctx); err != nil {
 		return fail(op, "", err)
 	}
+	if err := s.flushViews(ctx); err != nil {
+		return fail(op, "", err)
+	}
 	if err := s.d.RescaleViews(ctx, keep, factor); err != nil {
 		return fail(op, "", err)
 	}
@@ -583,7 +660,11 @@ func (s *store) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	if err := s.d.Close(); err != nil {
+	var flushErr error
+	if s.views != nil {
+		flushErr = s.views.close()
+	}
+	if err := errors.Join(flushErr, s.d.Close()); err != nil {
 		return fail("Close", "", err)
 	}
 	return nil

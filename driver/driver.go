@@ -44,12 +44,15 @@ type Store interface {
 	// CheckToken returns the user of token's live session, or ok == false.
 	CheckToken(ctx context.Context, token string) (user string, ok bool, err error)
 
-	// RefreshSession records a visit of token's live session (and views
-	// item, if not empty), or reports ok == false, writing nothing.
+	// RefreshSession records a visit of token's live session (and moves
+	// item, if not empty, to the front of its recent items, without
+	// counting a view: see CountViews), or reports ok == false, writing
+	// nothing.
 	RefreshSession(ctx context.Context, token, item string) (user string, ok bool, err error)
 
 	// UpdateToken creates or refreshes token's session as logged in as user;
-	// a non-empty item is viewed.
+	// a non-empty item goes to the front of its recent items (its view is
+	// counted through CountViews).
 	UpdateToken(ctx context.Context, token, user, item string) error
 
 	// RenewSession moves token's live session to newToken (token !=
@@ -147,8 +150,12 @@ type Store interface {
 	// SetRow stores data as row's cached copy.
 	SetRow(ctx context.Context, row string, data []byte) error
 
-	// CountView counts one view of item.
-	CountView(ctx context.Context, item string) error
+	// CountViews adds each entry's Views, a whole number of at least 1, to
+	// the view count of its Item; the items are distinct. It is how the
+	// views of CountView, RefreshSession and UpdateToken reach the driver:
+	// those calls of the driver do not count views themselves. A driver
+	// that fails midway may have added some of the entries.
+	CountViews(ctx context.Context, views []ItemViews) error
 
 	// ItemRank returns item's rank by views, or ok == false if it has none.
 	ItemRank(ctx context.Context, item string) (rank int, ok bool, err error)

@@ -129,7 +129,9 @@ func New(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{retail.NewStore(d)}, nil
+	// Views are counted in the process already: each goes to the driver
+	// at once.
+	return &Store{retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: -1})}, nil
 }
 
 func newDriver(opts Options) (*store, error) {

@@ -130,10 +130,7 @@ func (s *store) CheckToken(ctx context.Context, token string) (string, bool, err
 	return "", false, nil
 }
 
-// RefreshSession implements driver.Store. The view is counted after the
-// session is refreshed, outside the session's lock, so that a view is
-// counted only for a refresh that happened, without holding the shard for
-// it.
+// RefreshSession implements driver.Store.
 func (s *store) RefreshSession(ctx context.Context, token, item string) (string, bool, error) {
 	now := s.now()
 	var name string
@@ -153,9 +150,6 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 	}
 	user := x.user
 	sh.mu.Unlock()
-	if item != "" {
-		s.views.count(item)
-	}
 	return user, true, nil
 }
 
@@ -165,7 +159,7 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	if item != "" {
 		// The view counters hold one copy of every item name; the recent
 		// lists share it instead of keeping the caller's string.
-		item = s.views.count(item)
+		item = s.views.name(item)
 	}
 
 	sh := s.shard(token)

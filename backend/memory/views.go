@@ -66,9 +66,9 @@ func (v *viewCounts) shard(item string) *viewShard {
 	return &v.shards[shardOf(v.seed, item)]
 }
 
-// count counts one view of item and returns the Store's copy of the item's
+// count counts n views of item and returns the Store's copy of the item's
 // name.
-func (v *viewCounts) count(item string) string {
+func (v *viewCounts) count(item string, n int) string {
 	sh := v.shard(item)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -84,7 +84,7 @@ func (v *viewCounts) count(item string) string {
 			v.pending.Store(true)
 		}
 	}
-	c.pending++
+	c.pending += n
 	return c.item
 }
 
@@ -239,9 +239,11 @@ func (v *viewCounts) rescale(keep int, factor float64) {
 	}
 }
 
-// CountView implements driver.Store.
-func (s *store) CountView(ctx context.Context, item string) error {
-	s.views.count(item)
+// CountViews implements driver.Store.
+func (s *store) CountViews(ctx context.Context, views []driver.ItemViews) error {
+	for _, v := range views {
+		s.views.count(v.Item, int(v.Views))
+	}
 	return nil
 }
 

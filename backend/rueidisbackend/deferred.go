@@ -36,78 +36,42 @@ const maxDeferred = 100_000
 // it failed, so that calls during an outage do not each resend it.
 const retryAfter = 100 * time.Millisecond
 
-// deferred is the buffer of index and view writes waiting for their node.
+// deferred is the buffer of index writes waiting for their node.
 type deferred struct {
 	pending atomic.Bool  // any writes buffered, so that callers skip the lock when none
 	retry   atomic.Int64 // Unix ns before which the buffer is not sent again
 	mu      sync.Mutex
-	views   map[string]int64   // item -> views to add
 	index   map[string]float64 // token -> stamp to raise its index entry to (ZADD GT)
 }
 
-// keep buffers the views of items (one each) and the index entries of
-// tokens at stamps, which could not be written.
-func (d *deferred) keep(items []string, index map[string]float64) {
-	views := make(map[string]int64, len(items))
-	for _, item := range items {
-		views[item]++
-	}
-	d.putBack(views, index)
-}
-
-// take empties the buffer and returns what it held.
-func (d *deferred) take() (views map[string]int64, index map[string]float64) {
-	if !d.pending.Load() || time.Now().UnixNano() < d.retry.Load() {
-		return nil, nil
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	views, index = d.views, d.index
-	d.views, d.index = nil, nil
-	d.pending.Store(false)
-	return views, index
-}
-
-// putBack buffers views of items and index entries of tokens at stamps
-// that could not be written: new ones, or ones taken from the buffer whose
-// send failed. Each map of the buffer holds at most maxDeferred keys; what
-// does not fit is dropped.
-func (d *deferred) putBack(views map[string]int64, index map[string]float64) {
+// keep buffers the index entries of tokens at stamps, which could not be
+// written: new ones, or ones taken from the buffer whose send failed. The
+// buffer holds at most maxDeferred tokens; what does not fit is dropped.
+func (d *deferred) keep(index map[string]float64) {
 	d.retry.Store(time.Now().Add(retryAfter).UnixNano())
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.views == nil {
-		d.views, d.index = map[string]int64{}, map[string]float64{}
-	}
-	for item, n := range views {
-		if _, ok := d.views[item]; !ok && len(d.views) >= maxDeferred {
-			continue // dropped: the buffer is full
-		}
-		d.views[item] += n
+	if d.index == nil {
+		d.index = map[string]float64{}
 	}
 	for token, stamp := range index {
 		if old, ok := d.index[token]; ok || len(d.index) < maxDeferred {
 			d.index[token] = max(old, stamp)
 		}
 	}
-	d.pending.Store(len(d.views)+len(d.index) > 0)
+	d.pending.Store(len(d.index) > 0)
 }
 
-// deferFailed keeps for later UpdateToken's writes to the shared sets in a
-// cluster, the index entry of token at stamp and a view of item (if not
-// ""), whose replies res report an error.
-func (s *store) deferFailed(res []rueidis.RedisResult, token string, stamp float64, item string) {
-	var items []string
-	var index map[string]float64
-	if res[0].Error() != nil {
-		index = map[string]float64{token: stamp}
+// take empties the buffer and returns what it held.
+func (d *deferred) take() (index map[string]float64) {
+	if !d.pending.Load() || time.Now().UnixNano() < d.retry.Load() {
+		return nil
 	}
-	if item != "" && res[1].Error() != nil {
-		items = []string{item}
-	}
-	if items != nil || index != nil {
-		s.deferred.keep(items, index)
-	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	index, d.index = d.index, nil
+	d.pending.Store(false)
+	return index
 }
 
 // withDeferred sends calls, which write or read the shared sets, preceded
@@ -121,34 +85,26 @@ func (s *store) withDeferred(ctx context.Context, calls ...call) []rueidis.Redis
 // sendDeferred is withDeferred that also reports how many index entries
 // the buffered writes created: entries that a session had lost.
 func (s *store) sendDeferred(ctx context.Context, calls ...call) (replies []rueidis.RedisResult, created int) {
-	views, index := s.deferred.take()
-	if views == nil && index == nil {
+	index := s.deferred.take()
+	if index == nil {
 		return s.do(ctx, calls...), 0
 	}
-	items, tokens := slices.Collect(maps.Keys(views)), slices.Collect(maps.Keys(index))
-	flush := make([]call, 0, len(items)+len(tokens)+len(calls))
-	for _, item := range items {
-		flush = append(flush, call{cmd: s.c.B().Zincrby().Key(s.k.viewed(item)).Increment(float64(-views[item])).Member(item).Build()})
-	}
+	tokens := slices.Collect(maps.Keys(index))
+	flush := make([]call, 0, len(tokens)+len(calls))
 	for _, token := range tokens {
 		flush = append(flush, s.indexCall(token, index[token]))
 	}
 	res := s.do(ctx, append(flush, calls...)...)
-	failedViews, failedIndex := map[string]int64{}, map[string]float64{}
-	for i, item := range items {
-		if res[i].Error() != nil {
-			failedViews[item] = views[item]
-		}
-	}
+	failed := map[string]float64{}
 	for i, token := range tokens {
-		n, err := res[len(items)+i].AsInt64()
+		n, err := res[i].AsInt64()
 		if err != nil {
-			failedIndex[token] = index[token]
+			failed[token] = index[token]
 		}
 		created += int(n) // ZADD answers how many members it added
 	}
-	if len(failedViews)+len(failedIndex) > 0 {
-		s.deferred.putBack(failedViews, failedIndex)
+	if len(failed) > 0 {
+		s.deferred.keep(failed)
 	}
 	return res[len(flush):], created
 }

@@ -12,9 +12,10 @@ import (
 
 // TestDegraded_SessionsRefreshWhileTheViewsNodeIsDown kills the master that
 // holds the view counts of a cluster of its own (which keeps serving the
-// slots it has left) and checks that sessions whose own node is up still
-// refresh and view items; once the master is back (empty: it had no
-// replica), the views made meanwhile are counted, exactly.
+// slots it has left) and checks that sessions whose own nodes are up (the
+// session's and its user's) still refresh and view items; once the master
+// is back (empty: it had no replica), the views made meanwhile, which the
+// Store kept in its process, are counted, exactly.
 func TestDegraded_SessionsRefreshWhileTheViewsNodeIsDown(t *testing.T) {
 	cl, err := redistest.StartCluster(3, "--cluster-require-full-coverage", "no")
 	if err != nil {
@@ -29,7 +30,10 @@ func TestDegraded_SessionsRefreshWhileTheViewsNodeIsDown(t *testing.T) {
 	var tokens []string
 	for i := 0; len(tokens) < 30; i++ {
 		token := fmt.Sprintf("deg-%d", i)
-		if owner(t, c, addrs, "deg:login:{"+retail.SessionID(token)+"}") == down {
+		// A logged-in session needs its own node and its user's, which
+		// holds the instant of the user's last LogoutUser.
+		if owner(t, c, addrs, "deg:login:{"+retail.SessionID(token)+"}") == down ||
+			owner(t, c, addrs, "deg:loggedout:{user-"+token+"}") == down {
 			continue
 		}
 		if created, err := s.StartSession(bg, token, "user-"+token); err != nil || !created {

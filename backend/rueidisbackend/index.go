@@ -29,11 +29,6 @@ func (s *store) bumpCall(token, stamp string) call {
 	return call{cmd: s.c.B().Arbitrary("ZADD").Keys(s.k.index(token)).Args("XX", "GT", stamp, token).Build()}
 }
 
-// viewCall counts one view of item.
-func (s *store) viewCall(item string) call {
-	return call{cmd: s.c.B().Zincrby().Key(s.k.viewed(item)).Increment(-1).Member(item).Build()}
-}
-
 // unindex removes each token whose index stamp is at most the given one:
 // the stamp its session had when it was deleted, so that a session created
 // again under the token since (with a newer stamp) keeps its entry.

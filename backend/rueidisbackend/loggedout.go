@@ -21,6 +21,11 @@ import (
 // cache; a process that did not write it sees it within the cache's
 // invalidation delay. It expires a lifetime (plus the TTL slack) after it
 // was written: by then every session it ends has expired anyway.
+//
+// So in a cluster a logged-in session needs two nodes: its own and its
+// user's. While the user's is unreachable and the key is not in the
+// client-side cache, the session's calls fail (with the caller's deadline)
+// rather than risk serving a session its user logged out of.
 
 // loggedOut is the key of the instant of user's last LogoutUser, Unix ms.
 func (k keys) loggedOut(user string) string { return k.prefix + "loggedout:{" + tag(user) + "}" }

@@ -171,10 +171,7 @@ if login then
   expireRest(ttl)
   stamp = string.match(seen, '^%S+')
 end
-if KEYS[5] then
-  if login then redis.call('ZADD', KEYS[5], stamp, ARGV[7]) end
-  if ARGV[8] ~= '' then countView(KEYS[6], ARGV[8]) end
-end
+if KEYS[5] and login then redis.call('ZADD', KEYS[5], stamp, ARGV[7]) end
 if not login then return s.user end -- the common case, in brief
 return {OK, s.user, login, stamp}
 `
@@ -194,7 +191,7 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 	if s.cluster {
 		keys = ks.all()
 	} else {
-		keys = ks.allWith(s.k.index(token), s.k.viewed(item))
+		keys = ks.allWith(s.k.index(token))
 	}
 	msg, err := s.runScript(ctx, s.batches.refresh, refreshSession, keys,
 		s.sessionArgs(now, seenValue(stamp, now), token, item, s.limit))
@@ -208,20 +205,10 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 	if r.moved {
 		s.own.wrote(ks.login, []byte(r.login))
 	}
-	if s.cluster && (r.moved || item != "") {
-		// The session is refreshed: writes to the shared sets that fail
-		// are kept for later (see deferred.go), and a failed move of the
-		// index entry is left to cleaning, which moves lagging entries up.
-		var calls []call
-		if item != "" {
-			calls = append(calls, s.viewCall(item))
-		}
-		if r.moved {
-			calls = append(calls, s.bumpCall(token, r.stamp))
-		}
-		if replies := s.withDeferred(ctx, calls...); item != "" && replies[0].Error() != nil {
-			s.deferred.keep([]string{item}, nil)
-		}
+	if s.cluster && r.moved {
+		// The session is refreshed: a failed move of the index entry is
+		// left to cleaning, which moves lagging entries up.
+		s.withDeferred(ctx, s.bumpCall(token, r.stamp))
 	}
 	return r.user, true, nil
 }
@@ -307,8 +294,7 @@ end
 local seen = writeSeen(s, ITEM, ARGV[10], ttl)
 if KEYS[5] then
   if login then redis.call('ZADD', KEYS[5], string.match(seen, '^%S+'), ARGV[7]) end
-  if ITEM ~= '' then countView(KEYS[6], ITEM) end
-  if fresh == 1 or prev then indexUser(KEYS[7], ARGV[7], cstamp) end
+  if fresh == 1 or prev then indexUser(KEYS[6], ARGV[7], cstamp) end
 end
 if fresh == 0 and not login and not prev then return 0 end -- the common case, in brief
 return {fresh, login, cstamp, prev}
@@ -331,21 +317,17 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	if s.cluster {
 		keys = ks.all()
 	} else {
-		keys = ks.allWith(s.k.index(token), s.k.viewed(item), s.k.user(user))
+		keys = ks.allWith(s.k.index(token), s.k.user(user))
 	}
 	args := s.sessionArgs(now, seenValue(stamp, now), token, user, item, s.limit)
 	var msg rueidis.RedisMessage
 	var err error
 	if s.cluster {
-		// The index entry and the view go with the script; if their node
-		// fails, they are kept for later (deferred.go).
-		calls := []call{s.scriptCall(updateToken, keys, args), s.indexCall(token, stamp)}
-		if item != "" {
-			calls = append(calls, s.viewCall(item))
-		}
-		res := s.withDeferred(ctx, calls...)
-		if msg, err = res[0].ToMessage(); err == nil {
-			s.deferFailed(res[1:], token, stamp, item)
+		// The index entry goes with the script; if its node fails, it is
+		// kept for later (deferred.go).
+		res := s.withDeferred(ctx, s.scriptCall(updateToken, keys, args), s.indexCall(token, stamp))
+		if msg, err = res[0].ToMessage(); err == nil && res[1].Error() != nil {
+			s.deferred.keep(map[string]float64{token: stamp})
 		}
 	} else {
 		msg, err = s.runScript(ctx, s.batches.update, updateToken, keys, args)

@@ -260,7 +260,6 @@ local OK, NO_SESSION, EXISTS, FULL, TOO_MANY = ` + strings.Join([]string{
 	itoa(int(driver.Full)), itoa(int(driver.TooMany))}, ", ") + `
 local B, A = 0, 0 -- where the current session's KEYS and ARGV start
 local NOW, SEEN, IDLE, LIFE, SLACK, NEWD, STAMP, HALF
-local VIEWS -- view counts to add once the batch has run, if batched (see countView)
 
 -- shared reads the arguments a batch's sessions share: the clock's ms,
 -- the idle timeout, lifetime and TTL slack, and the idle deadline of a
@@ -286,27 +285,6 @@ end
 -- newCreated returns the created field of a session created now.
 local function newCreated()
   return (string.gsub(SEEN, ' ', '/'))
-end
-
--- countView counts one view of item in the viewed set key: at once, or,
--- in a batch, added up with the batch's other views of it and written
--- when the batch ends, which no one can tell apart (the batch is one
--- atomic step).
-local function countView(key, item)
-  if not VIEWS then
-    redis.call('ZINCRBY', key, '-1', item)
-    return
-  end
-  local t = VIEWS[key]
-  if not t then t = {}; VIEWS[key] = t end
-  t[item] = (t[item] or 0) - 1
-end
-
--- flushViews writes the view counts a batch added up.
-local function flushViews()
-  for key, t in pairs(VIEWS) do
-    for item, n in pairs(t) do redis.call('ZINCRBY', key, string.format('%d', n), item) end
-  end
 end
 
 -- stampMs returns the stamp and the ms of a seen value ("STAMP" or
@@ -534,13 +512,11 @@ func batchScript(body string, lay layout) *script {
 end
 local nk, na, out = tonumber(ARGV[1]), tonumber(ARGV[2]), {}
 shared(ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
-VIEWS = {}
 for j = 0, (#KEYS - ` + itoa(len(lay.keys)) + `) / nk - 1 do
   B, A = ` + itoa(len(lay.keys)) + ` + j * nk, ` + itoa(batchHead+len(lay.args)) + ` + j * na
   seenArg(ARGV[A + 1])
   out[j + 1] = one()
 end
-flushViews()
 return out
 `)
 }

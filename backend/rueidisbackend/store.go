@@ -119,6 +119,13 @@ type Options struct {
 	// smaller Spread are never read again. To change it, start on a new,
 	// empty Prefix.
 	Spread int
+
+	// ViewFlush is how long the Store adds up item views in its process
+	// before it sends them, one ZINCRBY an item: retail.DefaultViewFlush
+	// (a second) if zero, each view at once if negative (see
+	// retail.StoreOptions). A page view then costs the server nothing for
+	// its view; a process that dies loses the views of its last window.
+	ViewFlush time.Duration
 }
 
 // Store is a retail.Store on Redis through rueidis. Create one with New; it
@@ -228,17 +235,17 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 	if !d.cluster {
 		// KEYS and ARGV of each call, as RefreshSession, UpdateToken and
 		// writeCart build them on a single server.
-		// The recent limit is the same in every call, and so are the index
-		// and view count keys unless the shared sets are split.
+		// The recent limit is the same in every call, and so is the index
+		// key unless it is split.
 		var sets []common
 		if d.k.spread == 1 {
-			sets = []common{{5, d.k.indexPart(0)}, {6, d.k.viewedPart(0)}}
+			sets = []common{{5, d.k.indexPart(0)}}
 		}
-		d.batches.refresh = newBatcher(d, refreshBody, refreshSession, 6, 9, sets, []common{{9, d.limit}})
-		d.batches.update = newBatcher(d, updateBody, updateToken, 7, 10, sets, []common{{10, d.limit}})
+		d.batches.refresh = newBatcher(d, refreshBody, refreshSession, 5, 9, sets, []common{{9, d.limit}})
+		d.batches.update = newBatcher(d, updateBody, updateToken, 6, 10, sets, []common{{10, d.limit}})
 		d.batches.cart = newBatcher(d, cartBody, cartWrite, cartKeys, sessionArgCount+3, nil, nil)
 	}
-	return &Store{Store: retail.NewStore(d), d: d}, nil
+	return &Store{Store: retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: opts.ViewFlush}), d: d}, nil
 }
 
 // Close implements driver.Store. It releases nothing: the caller owns the

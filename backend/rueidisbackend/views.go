@@ -20,9 +20,19 @@ import (
 // each part, and RescaleViews finds the last item kept across the parts
 // and trims each part after it.
 
-// CountView implements driver.Store.
-func (s *store) CountView(ctx context.Context, item string) error {
-	return s.withDeferred(ctx, s.viewCall(item))[0].Error()
+// CountViews implements driver.Store: one ZINCRBY an item, in one round
+// trip.
+func (s *store) CountViews(ctx context.Context, views []driver.ItemViews) error {
+	calls := make([]call, len(views))
+	for i, v := range views {
+		calls[i] = call{cmd: s.c.B().Zincrby().Key(s.k.viewed(v.Item)).Increment(-v.Views).Member(v.Item).Build()}
+	}
+	for _, r := range s.do(ctx, calls...) {
+		if err := r.Error(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ItemRank implements driver.Store. Counts change on every view, so ranks

@@ -1,0 +1,118 @@
+package retail_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/retailkit/retail"
+)
+
+// A Store adds up the views of its process and sends them as one
+// increment per item, before any call that reads or rescales the counts.
+func TestStore_AddsUpViewsUntilTheyAreRead(t *testing.T) {
+	ctx := t.Context()
+	d := &fakeDriver{ok: true}
+	s := retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: time.Hour})
+	for range 3 {
+		if err := s.CountView(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CountView(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpdateToken(ctx, "tok", "alice", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.RefreshSession(ctx, "tok", "a"); err != nil {
+		t.Fatal(err)
+	}
+	d.ok = false // a refresh that finds no session counts no view
+	if _, _, err := s.RefreshSession(ctx, "gone", "c"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.ItemRank(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TopItems(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`UpdateToken(id(?), "alice", "a")`,
+		`RefreshSession(id(?), "a")`,
+		`RefreshSession(id(?), "c")`,
+		`CountViews("a"×5, "b"×1)`,
+		`ItemRank("a")`,
+		`TopItems(5)`,
+	}
+	if diff := cmp.Diff(want, d.recorded()); diff != "" {
+		t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestStore_SendsViewsWithinTheWindow(t *testing.T) {
+	d := &fakeDriver{}
+	s := retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: 5 * time.Millisecond})
+	defer s.Close()
+	if err := s.CountView(t.Context(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second) // a hang, not a slow machine
+	for len(d.recorded()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the view was not sent within 10 s of a 5 ms window")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if diff := cmp.Diff([]string{`CountViews("a"×1)`}, d.recorded()); diff != "" {
+		t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestStore_CloseSendsTheViewsLeft(t *testing.T) {
+	d := &fakeDriver{}
+	s := retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: time.Hour})
+	if err := s.CountView(t.Context(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{`CountViews("a"×1)`}, d.recorded()); diff != "" {
+		t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
+	}
+	if d.closed() != 1 {
+		t.Errorf("driver closed %d times, want 1", d.closed())
+	}
+}
+
+func TestStore_FailedFlushKeepsTheViews(t *testing.T) {
+	ctx := t.Context()
+	derr := errors.New("connection refused")
+	d := &fakeDriver{err: derr}
+	s := retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: time.Hour})
+	if err := s.CountView(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FlushViews(ctx); !errors.Is(err, derr) {
+		t.Fatalf("FlushViews() = %v, want the driver's error", err)
+	}
+	if err := s.CountView(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	d.mu.Lock()
+	d.err = nil
+	d.mu.Unlock()
+	if err := s.FlushViews(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`CountViews("a"×1)`, `CountViews("a"×2)`}
+	if diff := cmp.Diff(want, d.recorded()); diff != "" {
+		t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
+	}
+	if n := s.Stats().ViewFlushFailures; n != 1 {
+		t.Errorf("Stats().ViewFlushFailures = %d, want 1", n)
+	}
+}
