@@ -38,7 +38,39 @@ const (
 	DefaultIdleTimeout = 30 * time.Minute     // a session not refreshed this long expires
 	DefaultLifetime    = 24 * time.Hour       // a session expires this long after it started or last logged in
 	MaxSessionTime     = 365 * 24 * time.Hour // the longest idle timeout or lifetime
+
+	// DefaultTouchEvery is how often, at most, a session that only gets
+	// visits is written (see TouchEvery): a minute, against the default
+	// 30-minute idle timeout, so a visitor who keeps browsing is written
+	// about once a minute instead of on every page, and a session ends
+	// within a minute of the idle timeout after its last visit.
+	DefaultTouchEvery = time.Minute
 )
+
+// TouchEvery fills in and checks a backend's TouchEvery option against its
+// idle timeout: zero becomes [DefaultTouchEvery], or half the idle timeout
+// if that is shorter; a negative one becomes 0 (every visit is written);
+// one longer than half the idle timeout returns an error matching
+// [ErrInvalid].
+//
+// A refresh of a session written less than TouchEvery ago that views no new
+// item (none, or the one it viewed last) writes nothing: the Store answers
+// it from what it has read already, which on Redis costs no round trip.
+// The session's last-seen time then moves only every TouchEvery, so it
+// expires between IdleTimeout-TouchEvery and IdleTimeout after its last
+// visit, and a cleaning pass may count it as seen up to TouchEvery earlier
+// than it was.
+func TouchEvery(op string, touch, idle time.Duration) (time.Duration, error) {
+	switch {
+	case touch == 0:
+		return min(DefaultTouchEvery, idle/2), nil
+	case touch < 0:
+		return 0, nil
+	case touch > idle/2:
+		return 0, invalid(op, "TouchEvery", "longer than half the idle timeout")
+	}
+	return touch, nil
+}
 
 // SessionTimes fills in and checks a backend's session options: a zero idle
 // timeout or lifetime becomes [DefaultIdleTimeout] or [DefaultLifetime], and

@@ -43,7 +43,7 @@ func testUsersMilliseconds(h *harness) {
 	h.start("tok-1", "alice")
 	h.clock.Advance(2500 * time.Microsecond)
 	t1 := h.now()
-	h.wantRefresh("tok-1", "", "alice")
+	h.wantRefresh("tok-1", "item-a", "alice") // a new item: written, whenever it comes
 	got := h.userSessions("alice")
 	if len(got) != 1 {
 		h.t.Fatalf(`UserSessions("alice") = %+v, want 1 session`, got)

@@ -136,6 +136,11 @@ func held(s *store, token string) bool {
 func newInternal(t *testing.T, clock retail.Clock, opts Options) *store {
 	t.Helper()
 	opts.Clock = clock
+	if opts.TouchEvery == 0 {
+		// These tests follow each visit in the store's order of sessions:
+		// every visit is written, unless a test says otherwise.
+		opts.TouchEvery = -1
+	}
 	s, err := newDriver(opts)
 	if err != nil {
 		t.Fatalf("newDriver(%+v) = %v", opts, err)

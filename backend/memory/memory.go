@@ -76,6 +76,9 @@ type Options struct {
 	// Lifetime ends a session this long after it was started or last
 	// logged in; retail.DefaultLifetime if zero.
 	Lifetime time.Duration
+	// TouchEvery is how often, at most, a session that only gets visits is
+	// written; see retail.TouchEvery for the default and what it changes.
+	TouchEvery time.Duration
 }
 
 // Store is an in-memory retail.Store. Create one with New; it is safe for
@@ -90,6 +93,7 @@ type store struct {
 	recentLimit int
 	idle        int64 // ms
 	lifetime    int64 // ms
+	touch       int64 // TouchEvery in ms
 
 	seed   maphash.Seed // picks the shard of a token or user
 	shards [shardCount]sessionShard
@@ -149,10 +153,14 @@ func newDriver(opts Options) (*store, error) {
 	if opts.IdleTimeout, opts.Lifetime, err = retail.SessionTimes(op, opts.IdleTimeout, opts.Lifetime); err != nil {
 		return nil, err
 	}
+	if opts.TouchEvery, err = retail.TouchEvery(op, opts.TouchEvery, opts.IdleTimeout); err != nil {
+		return nil, err
+	}
 	s := &store{
 		clock:       opts.Clock,
 		recentLimit: opts.RecentLimit,
 		idle:        ceilMillis(opts.IdleTimeout),
+		touch:       opts.TouchEvery.Milliseconds(),
 		lifetime:    ceilMillis(opts.Lifetime),
 		seed:        maphash.MakeSeed(),
 		pages:       make(map[string]*page),

@@ -16,6 +16,7 @@ type session struct {
 	user     string // "" for a guest
 	created  int64  // Unix ms: started, or last logged in (RenewSession, or UpdateToken with another user)
 	lastSeen int64  // Unix ms; it never goes back
+	touched  int64  // Unix ms: when a refresh last wrote it in full (see RefreshSession)
 	seq      uint64 // its shard's seq when lastSeen was last set
 	moved    bool   // seen since it was put in byAge (see sessionList)
 	recent   []string
@@ -76,7 +77,7 @@ func (s *store) newSession(sh *sessionShard, token, user string, now int64) *ses
 	// Every request reads the token and the user together: one copy of
 	// both keeps them in one allocation, and most often one cache line.
 	both := token + user
-	x := &session{token: both[:len(token)], user: both[len(token):], created: now}
+	x := &session{token: both[:len(token)], user: both[len(token):], created: now, touched: now}
 	sh.see(x, now)
 	sh.add(x)
 	s.index(x)
@@ -144,9 +145,14 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 		sh.mu.Unlock()
 		return "", false, nil
 	}
-	sh.see(x, now)
-	if item != "" {
-		x.recent = pushRecent(x.recent, name, s.recentLimit)
+	newItem := item != "" && (len(x.recent) == 0 || x.recent[0] != item)
+	if newItem || now-x.touched >= s.touch {
+		// Otherwise the visit changes nothing: it is not written, as the
+		// Redis backend answers it from its client-side cache.
+		s.visit(sh, x, now)
+		if newItem {
+			x.recent = pushRecent(x.recent, name, s.recentLimit)
+		}
 	}
 	user := x.user
 	sh.mu.Unlock()
@@ -169,13 +175,26 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	if x == nil {
 		x = s.newSession(sh, token, user, now)
 	} else {
+		if x.user != user {
+			x.touched = now // a login writes the session in full
+		}
 		s.setUser(x, user, now)
-		sh.see(x, now)
+		s.visit(sh, x, now)
 	}
 	if item != "" {
 		x.recent = pushRecent(x.recent, item, s.recentLimit)
 	}
 	return nil
+}
+
+// visit records a visit of x at now: it is last seen now, and written in
+// full (touched) if TouchEvery has passed since it last was, as the Redis
+// backend rewrites a session's login then. sh must be x's shard, locked.
+func (s *store) visit(sh *sessionShard, x *session, now int64) {
+	sh.see(x, now)
+	if now-x.touched >= s.touch {
+		x.touched = now
+	}
 }
 
 // pushRecent moves item to the front of recent, keeping at most limit items.
@@ -224,6 +243,7 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string) 
 		x.created = now
 	}
 	s.shards[to].see(x, now)
+	x.touched = now
 	s.shards[to].add(x)
 	return driver.OK, nil
 }

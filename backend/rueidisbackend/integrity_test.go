@@ -186,9 +186,9 @@ func wantWholeKeyspace(t *testing.T, s *rueidisbackend.Store, c rueidis.Client, 
 }
 
 // sessionKeys repeats the backend's layout, as a user inspecting Redis would
-// read it from the package doc.
-func sessionKeys(prefix, token string) layoutKeys {
-	tag := "{" + escapeTag(token) + "}"
+// read it from the package doc, for the session of ID id (retail.SessionID).
+func sessionKeys(prefix, id string) layoutKeys {
+	tag := "{" + escapeTag(id) + "}"
 	return layoutKeys{prefix + "login:" + tag, prefix + "seen:" + tag, prefix + "cart:" + tag, prefix + "values:" + tag}
 }
 
@@ -379,7 +379,7 @@ func slot(key string) uint16 {
 func TestErrors_RedisErrorReachableThroughStore(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg target) {
 		s, c, prefix := newStore(t, tg, retail.SystemClock{})
-		login := sessionKeys(prefix, "typed").login
+		login := sessionKeys(prefix, retail.SessionID("typed")).login
 		if err := c.Do(bg, c.B().Hset().Key(login).FieldValue().FieldValue("f", "v").Build()).Error(); err != nil {
 			t.Fatal(err)
 		}

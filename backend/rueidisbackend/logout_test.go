@@ -143,7 +143,7 @@ func TestUserSessions_DropsEntriesOfSessionsGone(t *testing.T) {
 		if err != nil || len(infos) != 1 || infos[0].ID != retail.SessionID("live") {
 			t.Fatalf("UserSessions(alice) = %+v, %v; want the live session only", infos, err)
 		}
-		if got, want := entries(), []string{"expired", "live"}; !slices.Equal(got, want) {
+		if got, want := entries(), []string{retail.SessionID("expired"), retail.SessionID("live")}; !slices.Equal(got, want) {
 			t.Errorf("alice's index after UserSessions = %q; want %q", got, want)
 		}
 	})

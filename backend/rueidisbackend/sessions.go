@@ -159,7 +159,10 @@ const refreshBody = `
 local s = sessionAt(KEYS[1], KEYS[2], true)
 if not s or not s.live then return {NO_SESSION} end
 local login, deadline = false, s.deadline
-if deadline - NOW < HALF then
+-- A visit within TOUCH of the last full write that views no new item
+-- writes nothing (the client answers most of them from its cache).
+if not due(deadline) and (ARGV[8] == '' or newestOf(s.seen) == ARGV[8]) then return s.user end
+if due(deadline) then
   deadline = tonumber(NEWD)
   login = s.c .. ' ' .. NEWD .. ' ' .. s.user
 end
@@ -177,16 +180,24 @@ return {OK, s.user, login, stamp}
 `
 
 // RefreshSession implements driver.Store. On a single server it is one
-// script. In a cluster the index and the view counts live on other slots,
-// and are written only if the session is live, so they follow the script
-// in a second round trip, made only when there is an item to count or the
-// index to move.
+// script. In a cluster the index lives on another slot, and is written
+// only if the session is live, so it follows the script in a second round
+// trip, made only when the index entry moves. A visit that the script would
+// write nothing for (see quiet) is answered from the client-side cache,
+// without a round trip.
 func (s *store) RefreshSession(ctx context.Context, token, item string) (string, bool, error) {
-	if out, err := s.revokedToken(ctx, token); out || err != nil {
+	ks := s.k.session(token)
+	if v, found, err := s.cachedString(ctx, ks.login); err != nil {
 		return "", false, err
+	} else if l, ok := parseLogin(v); found && ok {
+		if out, err := s.revokedLogin(ctx, token, l.user, l.created); out || err != nil {
+			return "", false, err
+		}
+		if quiet, err := s.quiet(ctx, ks, l, item); quiet || err != nil {
+			return l.user, err == nil, err
+		}
 	}
 	stamp, now := s.nextStamp()
-	ks := s.k.session(token)
 	var keys []string
 	if s.cluster {
 		keys = ks.all()
@@ -202,6 +213,11 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 	if !live || err != nil {
 		return "", false, err
 	}
+	if item != "" {
+		// The recent items may have changed: until the cache has heard,
+		// quiet reads them from the server.
+		s.own.deleted(ks.seen)
+	}
 	if r.moved {
 		s.own.wrote(ks.login, []byte(r.login))
 	}
@@ -211,6 +227,27 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 		s.withDeferred(ctx, s.bumpCall(token, r.stamp))
 	}
 	return r.user, true, nil
+}
+
+// quiet reports whether a visit of the session whose login is l, viewing
+// item, would be written by nothing: the session is surely live (before
+// its coarse deadline and within its lifetime), its login was written less
+// than TouchEvery ago, and item is "" or its newest recent item. The login
+// and the recent items come from the client-side cache.
+func (s *store) quiet(ctx context.Context, ks sessionKeys, l login, item string) (bool, error) {
+	now := s.nowMs()
+	if now >= l.deadline || now >= l.created+s.life || now-(l.deadline-s.idle) >= s.touch {
+		return false, nil
+	}
+	if item == "" {
+		return true, nil
+	}
+	seen, ok, err := s.cachedString(ctx, ks.seen)
+	if !ok || err != nil {
+		return false, err
+	}
+	recent := recentOf(seen)
+	return len(recent) > 0 && recent[0] == item, nil
 }
 
 // refreshed is what refreshSession answers for a live session.
@@ -273,7 +310,7 @@ if s and s.live then
   if s.user ~= USER then -- a login: the lifetime starts again
     deadline, created, cstamp, prev = tonumber(NEWD), NOW, STAMP, s.login
     login = newCreated() .. ' ' .. NEWD .. ' ' .. USER
-  elseif deadline - NOW < HALF then
+  elseif due(deadline) then
     deadline = tonumber(NEWD)
     login = s.c .. ' ' .. NEWD .. ' ' .. USER
   end

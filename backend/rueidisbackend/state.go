@@ -259,14 +259,20 @@ local OK, NO_SESSION, EXISTS, FULL, TOO_MANY = ` + strings.Join([]string{
 	itoa(int(driver.OK)), itoa(int(driver.NoSession)), itoa(int(driver.Exists)),
 	itoa(int(driver.Full)), itoa(int(driver.TooMany))}, ", ") + `
 local B, A = 0, 0 -- where the current session's KEYS and ARGV start
-local NOW, SEEN, IDLE, LIFE, SLACK, NEWD, STAMP, HALF
+local NOW, SEEN, IDLE, LIFE, SLACK, NEWD, STAMP, TOUCH
 
 -- shared reads the arguments a batch's sessions share: the clock's ms,
--- the idle timeout, lifetime and TTL slack, and the idle deadline of a
--- session refreshed now.
+-- "IDLE:TOUCH" (the idle timeout and TouchEvery), lifetime and TTL slack,
+-- and the idle deadline of a session refreshed now.
 local function shared(now, idle, life, slack, newd)
-  NOW, IDLE, LIFE, SLACK, NEWD = now + 0, idle + 0, life + 0, slack + 0, newd
-  HALF = math.floor(IDLE / 2)
+  local i, t = string.match(idle, '^(%d+):(%d+)$')
+  NOW, IDLE, TOUCH, LIFE, SLACK, NEWD = now + 0, i + 0, t + 0, life + 0, slack + 0, newd
+end
+
+-- due reports whether a session whose login holds deadline is due to be
+-- written in full (touched): its login was written TOUCH or more ago.
+local function due(deadline)
+  return NOW - (deadline - IDLE) >= TOUCH
 end
 
 -- seenArg reads the seen value to write, and its stamp (commonly the
@@ -300,6 +306,11 @@ end
 -- The seen key holds "HEAD" or "HEAD\nN\nITEMS": the last-seen stamp, and
 -- the N recently viewed items, oldest first, each followed by "\n" (see
 -- recentOf in state.go).
+
+-- newestOf returns the newest recent item of a seen value, or nil.
+local function newestOf(seen)
+  return seen and string.match(seen, '\n([^\n]*)\n$')
+end
 
 -- joinSeen builds a seen value from its head, item count and items.
 local function joinSeen(head, n, items)
@@ -378,7 +389,7 @@ local function keyTTL(created, deadline)
   -- far ahead of the one that set the deadline, and a TTL of 0 deletes.
   -- Formatted here as an integer: Redis would format a Lua number with
   -- %.17g, which costs more than the rest of a refresh's arithmetic.
-  return string.format('%d', math.max(math.min(deadline + IDLE - HALF, created + LIFE) - NOW + SLACK, 1))
+  return string.format('%d', math.max(math.min(deadline + TOUCH, created + LIFE) - NOW + SLACK, 1))
 end
 
 -- writeSeen writes the seen key of session s (nil for a new one) at ttl,

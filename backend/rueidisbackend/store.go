@@ -120,6 +120,12 @@ type Options struct {
 	// empty Prefix.
 	Spread int
 
+	// TouchEvery is how often, at most, a session that only gets visits is
+	// written; see retail.TouchEvery for the default and what it changes.
+	// A visit within it that views no new item costs no round trip: the
+	// session's login and recent items come from the client-side cache.
+	TouchEvery time.Duration
+
 	// ViewFlush is how long the Store adds up item views in its process
 	// before it sends them, one ZINCRBY an item: retail.DefaultViewFlush
 	// (a second) if zero, each view at once if negative (see
@@ -144,6 +150,7 @@ type store struct {
 	cacheTTL time.Duration
 	ttlSlack time.Duration
 	idle     int64 // IdleTimeout in ms
+	touch    int64 // TouchEvery in ms
 	life     int64 // Lifetime in ms
 	cluster  bool
 	batches  struct{ refresh, update, cart *batcher } // nil in a cluster (see batch.go)
@@ -201,6 +208,9 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 	if opts.IdleTimeout, opts.Lifetime, err = retail.SessionTimes(op, opts.IdleTimeout, opts.Lifetime); err != nil {
 		return nil, err
 	}
+	if opts.TouchEvery, err = retail.TouchEvery(op, opts.TouchEvery, opts.IdleTimeout); err != nil {
+		return nil, err
+	}
 	if opts.Prefix == "" {
 		opts.Prefix = DefaultPrefix
 	}
@@ -227,11 +237,12 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 		cacheTTL: opts.CacheTTL,
 		ttlSlack: opts.TTLSlack,
 		idle:     opts.IdleTimeout.Milliseconds(),
+		touch:    opts.TouchEvery.Milliseconds(),
 		life:     opts.Lifetime.Milliseconds(),
 		slackArg: i64(opts.TTLSlack.Milliseconds()),
 		cluster:  c.Mode() == rueidis.ClientModeCluster,
 	}
-	d.idleArg, d.lifeArg = i64(d.idle), i64(d.life)
+	d.idleArg, d.lifeArg = i64(d.idle)+":"+i64(d.touch), i64(d.life)
 	if !d.cluster {
 		// KEYS and ARGV of each call, as RefreshSession, UpdateToken and
 		// writeCart build them on a single server.
