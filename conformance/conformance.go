@@ -90,7 +90,7 @@ func Run(t *testing.T, newStore Factory) {
 	groups := [][]behaviour{
 		bookTests, sessionTests, lifecycleTests, expiryTests, userTests,
 		valueTests, cleaningTests, cartTests, pageTests, rowTests, viewTests,
-		frontDoorTests, logoutTests, logoutUserTests, concurrencyTests, workerTests,
+		frontDoorTests, logoutTests, logoutUserTests, touchTests, concurrencyTests, workerTests,
 	}
 	for _, group := range groups {
 		for _, b := range group {

@@ -1,0 +1,107 @@
+package rueidisbackend_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/backend/rueidisbackend"
+	"github.com/retailkit/retail/internal/redistest"
+)
+
+// TestTouch_UnchangedVisitsSendNoCommand counts, with INFO commandstats on
+// a server of its own, the commands that 40 visits of a logged-in session
+// send: reloads of a page without an item, of the item viewed last, and
+// their view counts. Within TouchEvery they change nothing, so at most a
+// few reads fill the client-side cache; with TouchEvery off every visit
+// runs the refresh script, which the test checks too, so that it can fail.
+func TestTouch_UnchangedVisitsSendNoCommand(t *testing.T) {
+	srv, err := redistest.StartServer()
+	if err != nil {
+		unavailable(t, "Redis server", err)
+	}
+	defer srv.Close()
+	if !srv.Owned() {
+		t.Skip("RETAIL_REDIS_ADDR names a server others may use: its command counts are not this test's")
+	}
+	for _, tc := range []struct {
+		name     string
+		touch    time.Duration
+		min, max int
+	}{
+		{"default TouchEvery", 0, 0, 6},
+		{"TouchEvery off", -1, 80, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClient(t, rueidis.ClientOption{InitAddress: []string{srv.Addr()}})
+			clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+			s := mustNew(t, c, rueidisbackend.Options{Prefix: uniquePrefix(), Clock: clock, TouchEvery: tc.touch, ViewFlush: time.Hour})
+			if _, err := s.StartSession(bg, "visitor", "alice"); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := s.RefreshSession(bg, "visitor", "kettle"); err != nil {
+				t.Fatal(err)
+			}
+			// Let the first reads fill the cache.
+			for range 3 {
+				if _, _, err := s.RefreshSession(bg, "visitor", "kettle"); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(10 * time.Millisecond) // for invalidations in flight
+			}
+			before := commandCalls(t, c)
+			for i := range 40 {
+				clock.Advance(time.Second)
+				item := ""
+				if i%2 == 0 {
+					item = "kettle"
+				}
+				if user, ok, err := s.RefreshSession(bg, "visitor", item); user != "alice" || !ok || err != nil {
+					t.Fatalf("RefreshSession = %q, %v, %v", user, ok, err)
+				}
+			}
+			n := commandCalls(t, c) - before - 1 // the INFO that read before
+			t.Logf("40 visits: %d commands", n)
+			if n < tc.min || n > tc.max {
+				t.Errorf("40 unchanged visits sent %d commands, want %d..%d", n, tc.min, tc.max)
+			}
+			if err := s.FlushViews(bg); err != nil {
+				t.Fatal(err)
+			}
+			if top, err := s.TopItems(bg, 1); err != nil || len(top) != 1 || top[0].Views != 24 {
+				t.Errorf("TopItems(1) = %v, %v, want kettle with 24 views (every visit counted)", top, err)
+			}
+		})
+	}
+}
+
+// commandCalls returns how many commands the server has run, by INFO
+// commandstats.
+func commandCalls(t *testing.T, c rueidis.Client) int {
+	t.Helper()
+	info, err := c.Do(bg, c.B().Info().Section("commandstats").Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, line := range strings.Split(info, "\r\n") {
+		stat, ok := strings.CutPrefix(line, "cmdstat_")
+		if !ok {
+			continue
+		}
+		_, fields, _ := strings.Cut(stat, ":")
+		for _, f := range strings.Split(fields, ",") {
+			if v, ok := strings.CutPrefix(f, "calls="); ok {
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				total += n
+			}
+		}
+	}
+	return total
+}
