@@ -180,15 +180,15 @@ func TestCache_HitsAfterFirstRead(t *testing.T) {
 
 // TestCache_CheckTokenStaysCachedWhileRefreshed refreshes a session every
 // minute of the Store's clock for three hours, reading CheckToken ten
-// times after each refresh. A refresh rewrites the cached login only when
-// its coarse idle deadline is less than half the idle timeout away, so
-// the reads miss the client-side cache about once every 15 minutes and hit
-// it otherwise; once refreshes stop, CheckToken still answers by the exact
+// times after each refresh. A refresh rewrites the cached login only once
+// TouchEvery (15 minutes here) has passed since it was written, so the
+// reads miss the client-side cache about once every 15 minutes and hit it
+// otherwise; once refreshes stop, CheckToken still answers by the exact
 // last-seen time.
 func TestCache_CheckTokenStaysCachedWhileRefreshed(t *testing.T) {
 	forEachCachingTarget(t, func(t *testing.T, tg target) {
 		clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
-		s, _, _ := newStore(t, tg, clock)
+		s, _, _ := newStoreWith(t, tg, rueidisbackend.Options{Clock: clock, TouchEvery: 15 * time.Minute})
 		if _, err := s.StartSession(bg, "busy", "alice"); err != nil {
 			t.Fatal(err)
 		}
@@ -207,9 +207,9 @@ func TestCache_CheckTokenStaysCachedWhileRefreshed(t *testing.T) {
 		}
 		after := s.CacheStats()
 		hits, misses := after.Hits-before.Hits, after.Misses-before.Misses
-		// A rewrite every 16 minutes (when 14 of 30 are left), a miss or
-		// two after each: the reads of one minute in which the invalidation
-		// had not arrived yet are read from the server, not counted.
+		// A rewrite every 15 minutes, a miss or two after each: the reads of
+		// one minute in which the invalidation had not arrived yet are read
+		// from the server, not counted.
 		if limit := uint64(2 * (minutes/16 + 1)); misses > limit || hits < minutes*reads/2 {
 			t.Errorf("%d CheckToken calls: %d cache hits, %d misses; want at most %d misses", minutes*reads, hits, misses, limit)
 		}

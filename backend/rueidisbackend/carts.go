@@ -69,7 +69,9 @@ func (s *store) writeCart(ctx context.Context, token, item string, n int, mode s
 		return 0, driver.NoSession, err
 	}
 	args := s.sessionArgs(s.nowMs(), "", item, itoa(n), mode)
-	msg, err := s.runScript(ctx, s.batches.cart, cartWrite, s.k.session(token).all()[:cartKeys], args)
+	ks := s.k.session(token)
+	msg, err := s.runScript(ctx, s.batches.cart, cartWrite, ks.all()[:cartKeys], args)
+	s.own.deleted(ks.cart) // until the cache has heard, Cart reads the server
 	if err != nil {
 		return 0, 0, err
 	}
@@ -99,15 +101,14 @@ func (s *store) IncrementCart(ctx context.Context, token, item string, n int) (i
 	return s.writeCart(ctx, token, item, n, "add")
 }
 
-// Cart implements driver.Store: the cart and the session's state, read in
-// one round trip.
+// Cart implements driver.Store: the session's login and its cart, read
+// through the client-side cache (the cart changes only when it is written).
 func (s *store) Cart(ctx context.Context, token string) (map[string]int, error) {
 	ks := s.k.session(token)
-	msg, ok, err := s.readLive(ctx, token, ks, s.c.B().Hgetall().Key(ks.cart).Build())
-	if !ok {
+	if live, err := s.liveSession(ctx, token, ks); !live || err != nil {
 		return nil, err
 	}
-	lines, err := msg.AsStrMap()
+	lines, err := s.cachedHash(ctx, ks.cart)
 	if err != nil {
 		return nil, err
 	}

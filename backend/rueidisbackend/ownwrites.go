@@ -2,6 +2,7 @@ package rueidisbackend
 
 import (
 	"hash/maphash"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -121,8 +122,8 @@ func (o *ownWrites) seen(key string, gen uint64, msg rueidis.RedisMessage, err e
 	}
 	if rueidis.IsRedisNil(err) {
 		w.absent, w.sum = true, 0
-	} else if b, e := msg.AsBytes(); e == nil {
-		w.absent, w.sum = false, maphash.Bytes(seed, b)
+	} else if sum, ok := digest(msg); ok {
+		w.absent, w.sum = false, sum
 	} else {
 		return
 	}
@@ -133,6 +134,34 @@ func matches(w written, msg rueidis.RedisMessage, err error) bool {
 	if rueidis.IsRedisNil(err) || msg.IsNil() {
 		return w.absent
 	}
-	b, e := msg.AsBytes()
-	return e == nil && !w.absent && maphash.Bytes(seed, b) == w.sum
+	sum, ok := digest(msg)
+	return ok && !w.absent && sum == w.sum
+}
+
+// digest hashes a reply: a string's bytes, or a hash's fields and values
+// in field order (an empty hash is not an absent key: the server answers
+// an empty map).
+func digest(msg rueidis.RedisMessage) (uint64, bool) {
+	if b, err := msg.AsBytes(); err == nil {
+		return maphash.Bytes(seed, b), true
+	}
+	m, err := msg.AsStrMap()
+	if err != nil {
+		return 0, false
+	}
+	fields := make([]string, 0, len(m))
+	for f := range m {
+		fields = append(fields, f)
+	}
+	slices.Sort(fields)
+	var h maphash.Hash
+	h.SetSeed(seed)
+	h.WriteString("hash\x00")
+	for _, f := range fields {
+		h.WriteString(f)
+		h.WriteByte(0)
+		h.WriteString(m[f])
+		h.WriteByte(0)
+	}
+	return h.Sum64(), true
 }

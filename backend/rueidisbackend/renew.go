@@ -94,6 +94,9 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string) 
 		return st, err
 	}
 	s.own.wrote(nw.login, []byte(newLogin))
+	for _, k := range []string{nw.seen, nw.cart, nw.values} {
+		s.own.deleted(k) // written by the copy, as the cache may not know yet
+	}
 	// The new session joins its user's index before the old one is
 	// deleted, so that a LogoutUser running between the steps, which may
 	// no longer find the old one, finds the new one.

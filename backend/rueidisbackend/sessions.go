@@ -372,6 +372,7 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	if err != nil {
 		return err
 	}
+	s.own.deleted(ks.seen) // the recent items may have changed
 	if n, err := msg.AsInt64(); err == nil && n == 0 {
 		return nil // a live session refreshed, its login left as it was
 	}
@@ -409,19 +410,16 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	return s.send(ctx, more)
 }
 
-// RecentItems implements driver.Store, reading the items from the seen key,
-// which changes on every view and so is not cached.
+// RecentItems implements driver.Store, reading the session's login and
+// seen key (its recent items) through the client-side cache: with
+// TouchEvery, the seen key changes only on a new item or a full write.
 func (s *store) RecentItems(ctx context.Context, token string) ([]string, error) {
-	if out, err := s.revokedToken(ctx, token); out || err != nil {
-		return nil, err
-	}
 	ks := s.k.session(token)
-	res := s.c.DoMulti(ctx, s.c.B().Get().Key(ks.login).Build(), s.c.B().Get().Key(ks.seen).Build())
-	if live, err := s.liveFrom(res[0], res[1]); !live || err != nil {
+	if live, err := s.liveSession(ctx, token, ks); !live || err != nil {
 		return nil, err
 	}
-	seen, err := res[1].ToString()
-	if err != nil && !rueidis.IsRedisNil(err) {
+	seen, _, err := s.cachedString(ctx, ks.seen)
+	if err != nil {
 		return nil, err
 	}
 	return recentOf(seen), nil

@@ -155,27 +155,35 @@ func recentOf(seen string) []string {
 	return recent
 }
 
-// readLive sends cmd, a read of one of a session's keys, together with
-// reads of its state, in one round trip to the session's slot. ok is false
-// if the session is not live (or its user logged out everywhere since it
-// was logged in, see loggedout.go); the reply to cmd is then not looked at.
-func (s *store) readLive(ctx context.Context, token string, ks sessionKeys, cmd rueidis.Completed) (rueidis.RedisMessage, bool, error) {
-	res := s.c.DoMulti(ctx,
-		s.c.B().Get().Key(ks.login).Build(),
-		s.c.B().Get().Key(ks.seen).Build(),
-		cmd)
-	info, ok, err := s.infoFrom(res[0], res[1])
-	if !ok || err != nil || !s.live(s.nowMs(), info.created, info.lastSeen) {
-		return rueidis.RedisMessage{}, false, err
+// liveSession reports whether token's session is live, reading its login
+// through the client-side cache: before the login's coarse deadline the
+// session is surely live (within its lifetime), and only past it is the
+// exact last-seen time read from the server. A session its user logged out
+// of everywhere is not live, and goes (see revokedLogin).
+func (s *store) liveSession(ctx context.Context, token string, ks sessionKeys) (bool, error) {
+	v, found, err := s.cachedString(ctx, ks.login)
+	if !found || err != nil {
+		return false, err
 	}
-	if out, err := s.revokedLogin(ctx, token, info.user, info.created); out || err != nil {
-		return rueidis.RedisMessage{}, false, err
+	l, ok := parseLogin(v)
+	now := s.nowMs()
+	if !ok || now >= l.created+s.life {
+		return false, nil
 	}
-	msg, err := res[2].ToMessage()
-	if rueidis.IsRedisNil(err) {
-		err = nil
+	if now >= l.deadline {
+		seen, err := s.c.Do(ctx, s.c.B().Get().Key(ks.seen).Build()).ToString()
+		if rueidis.IsRedisNil(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if _, last, ok := parseSeen(seen); !ok || !s.live(now, l.created, last) {
+			return false, nil
+		}
 	}
-	return msg, err == nil, err
+	out, err := s.revokedLogin(ctx, token, l.user, l.created)
+	return !out && err == nil, err
 }
 
 // liveFrom reports whether the replies to GET login and GET seen describe

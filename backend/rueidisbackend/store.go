@@ -355,10 +355,26 @@ func (s *store) cachedString(ctx context.Context, key string) (v string, ok bool
 // cachedGet reads key through the client-side cache, unless this process
 // wrote key and the cache may not have heard yet (see ownWrites).
 func (s *store) cachedGet(ctx context.Context, key string) (rueidis.RedisMessage, error) {
-	if s.cacheTTL < 0 {
-		return s.c.Do(ctx, s.c.B().Get().Key(key).Build()).ToMessage()
+	return s.cachedRead(ctx, key, s.c.B().Get().Key(key).Cache(), func() rueidis.Completed { return s.c.B().Get().Key(key).Build() })
+}
+
+// cachedHash reads the hash key (HGETALL) as cachedGet reads a string.
+func (s *store) cachedHash(ctx context.Context, key string) (map[string]string, error) {
+	msg, err := s.cachedRead(ctx, key, s.c.B().Hgetall().Key(key).Cache(), func() rueidis.Completed { return s.c.B().Hgetall().Key(key).Build() })
+	if err != nil {
+		return nil, err
 	}
-	r := s.c.DoCache(ctx, s.c.B().Get().Key(key).Cache(), s.cacheTTL)
+	return msg.AsStrMap()
+}
+
+// cachedRead sends cached, a read of key, through the client-side cache,
+// or, if this process wrote key and the cache may not have heard yet, or
+// caching is off, sends plain() to the server.
+func (s *store) cachedRead(ctx context.Context, key string, cached rueidis.Cacheable, plain func() rueidis.Completed) (rueidis.RedisMessage, error) {
+	if s.cacheTTL < 0 {
+		return s.c.Do(ctx, plain()).ToMessage()
+	}
+	r := s.c.DoCache(ctx, cached, s.cacheTTL)
 	if r.IsCacheHit() {
 		s.hits.Add(1)
 	} else {
@@ -372,7 +388,7 @@ func (s *store) cachedGet(ctx context.Context, key string) (rueidis.RedisMessage
 	if ok {
 		return msg, err
 	}
-	msg, err = s.c.Do(ctx, s.c.B().Get().Key(key).Build()).ToMessage()
+	msg, err = s.c.Do(ctx, plain()).ToMessage()
 	s.own.seen(key, gen, msg, err)
 	return msg, err
 }

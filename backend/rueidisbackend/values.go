@@ -30,23 +30,39 @@ func (s *store) SetValue(ctx context.Context, token, key string, value []byte) (
 	if out, err := s.revokedToken(ctx, token); out || err != nil {
 		return driver.NoSession, err
 	}
-	reply, err := s.do(ctx, s.scriptCall(setValue, s.k.session(token).all(),
+	ks := s.k.session(token)
+	reply, err := s.do(ctx, s.scriptCall(setValue, ks.all(),
 		s.sessionArgs(s.nowMs(), "", key, string(value), maxSessionValues)))[0].ToArray()
+	s.own.deleted(ks.values)
 	if err != nil {
 		return 0, err
 	}
 	return status(reply)
 }
 
-// Value implements driver.Store: the value and the session's state, read
-// in one round trip. Values are read from the server, not cached.
+// Value implements driver.Store: the session's login and values, read
+// through the client-side cache (a session's values are few and change
+// only when they are written).
 func (s *store) Value(ctx context.Context, token, key string) ([]byte, bool, error) {
-	ks := s.k.session(token)
-	msg, ok, err := s.readLive(ctx, token, ks, s.c.B().Hget().Key(ks.values).Field(key).Build())
-	if !ok || msg.IsNil() {
+	v, ok, err := s.cachedValue(ctx, token, s.k.session(token), key)
+	if !ok || err != nil {
 		return nil, false, err
 	}
-	return valueBytes(msg.AsBytes())
+	return []byte(v), true, nil
+}
+
+// cachedValue reads the value under key of token's live session through
+// the client-side cache.
+func (s *store) cachedValue(ctx context.Context, token string, ks sessionKeys, key string) (string, bool, error) {
+	if live, err := s.liveSession(ctx, token, ks); !live || err != nil {
+		return "", false, err
+	}
+	values, err := s.cachedHash(ctx, ks.values)
+	if err != nil {
+		return "", false, err
+	}
+	v, ok := values[key]
+	return v, ok, nil
 }
 
 // popValue returns and deletes a value of a live session.
@@ -65,11 +81,15 @@ return {OK, v}
 // PopValue implements driver.Store with one script on the session's slot,
 // so that of concurrent pops one gets the value.
 func (s *store) PopValue(ctx context.Context, token, key string) ([]byte, bool, error) {
-	if out, err := s.revokedToken(ctx, token); out || err != nil {
+	// Commonly there is nothing to pop (a flash message left for the next
+	// page, say), which the cached values tell without a round trip.
+	ks := s.k.session(token)
+	if _, ok, err := s.cachedValue(ctx, token, ks, key); !ok || err != nil {
 		return nil, false, err
 	}
-	reply, err := s.do(ctx, s.scriptCall(popValue, s.k.session(token).all(),
+	reply, err := s.do(ctx, s.scriptCall(popValue, ks.all(),
 		s.sessionArgs(s.nowMs(), "", key)))[0].ToArray()
+	s.own.deleted(ks.values)
 	if err != nil {
 		return nil, false, err
 	}
@@ -95,5 +115,8 @@ func valueBytes(b []byte, err error) ([]byte, bool, error) {
 // DeleteValue implements driver.Store. Deleting a value of a session that
 // is not live deletes what would never be read again.
 func (s *store) DeleteValue(ctx context.Context, token, key string) error {
-	return s.c.Do(ctx, s.c.B().Hdel().Key(s.k.sessionKey(valuesKind, token)).Field(key).Build()).Error()
+	ks := s.k.session(token)
+	err := s.c.Do(ctx, s.c.B().Hdel().Key(ks.values).Field(key).Build()).Error()
+	s.own.deleted(ks.values)
+	return err
 }

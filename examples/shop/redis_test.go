@@ -165,3 +165,65 @@ func TestShop_JunkQueryStringsAddNoKeysOnRedis(t *testing.T) {
 		t.Errorf("keys with the store's prefix: %d before 300 junk requests, %d after; want no more (and at most 20 in all)", before, after)
 	}
 }
+
+// TestShop_UnchangedPagesCostAtMostACommandOnRedis reloads, as a logged-in
+// visitor with a cart, the pages a shop serves most (the cart, an item
+// viewed already, the home page) 40 times each on a private redis-server,
+// and counts the commands the server ran (INFO commandstats): nothing
+// changes between the reloads, so the session, cart, values and recent
+// items come from the client-side cache and the views wait in the process;
+// only the home page reads the most viewed items.
+func TestShop_UnchangedPagesCostAtMostACommandOnRedis(t *testing.T) {
+	srv, err := redistest.StartServer()
+	if err != nil {
+		redistest.Skip(t, "no Redis server: "+err.Error())
+	}
+	t.Cleanup(func() { srv.Close() })
+	if !srv.Owned() {
+		t.Skip("RETAIL_REDIS_ADDR names a server others may use: its command counts are not this test's")
+	}
+	store, _, closeStore, err := backends.Open([]string{srv.Addr()}, backends.Options{Prefix: uniquePrefix()})
+	if err != nil {
+		t.Fatalf("backends.Open(%s) = %v", srv.Addr(), err)
+	}
+	t.Cleanup(closeStore)
+	counter, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(counter.Close)
+	calls := func() int {
+		info, err := counter.Do(context.Background(), counter.B().Info().Section("commandstats").Build()).ToString()
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := 0
+		for _, line := range strings.Split(info, "\r\n") {
+			if _, fields, ok := strings.Cut(line, ":calls="); ok && strings.HasPrefix(line, "cmdstat_") {
+				var n int
+				fmt.Sscanf(fields, "%d", &n)
+				total += n
+			}
+		}
+		return total
+	}
+
+	v := newTestShopOn(t, store, shopOptions{}).visitor()
+	v.login("alice")
+	v.addToCart("kettle", "1")
+	for _, path := range []string{"/cart", "/item?item=kettle", "/"} {
+		for range 3 { // the first reads fill the cache
+			v.get(path)
+			time.Sleep(10 * time.Millisecond) // for invalidations in flight
+		}
+		before := calls()
+		for range 40 {
+			v.get(path)
+		}
+		n := calls() - before - 1 // the INFO that read before
+		t.Logf("40 reloads of %s: %d commands", path, n)
+		if n > 40 {
+			t.Errorf("40 reloads of %s, changing nothing, sent %d commands, want at most 40", path, n)
+		}
+	}
+}
