@@ -152,18 +152,6 @@ func forEachTarget(t *testing.T, f func(t *testing.T, tg target)) {
 	}
 }
 
-// spreads are the Options.Spread values the tests of the shared sets run
-// with: the single sets, and an odd number of parts, so that tokens and
-// items land in them unevenly.
-var spreads = []int{1, 7}
-
-// forEachSpread runs f as a subtest named after each of spreads.
-func forEachSpread(t *testing.T, f func(t *testing.T, spread int)) {
-	for _, n := range spreads {
-		t.Run(fmt.Sprintf("spread-%d", n), func(t *testing.T) { f(t, n) })
-	}
-}
-
 func TestNew_RejectsBadOptions(t *testing.T) {
 	c, _ := miniredisClient(t, rueidis.ClientOption{})
 	tests := []struct {
