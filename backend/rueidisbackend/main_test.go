@@ -168,8 +168,6 @@ func TestNew_RejectsBadOptions(t *testing.T) {
 		{"negative IdleTimeout", c, rueidisbackend.Options{IdleTimeout: -time.Second}, "IdleTimeout"},
 		{"IdleTimeout below a millisecond", c, rueidisbackend.Options{IdleTimeout: time.Microsecond}, "IdleTimeout"},
 		{"Lifetime too long", c, rueidisbackend.Options{Lifetime: retail.MaxSessionTime + time.Millisecond}, "Lifetime"},
-		{"negative Spread", c, rueidisbackend.Options{Spread: -1}, "Spread"},
-		{"Spread too large", c, rueidisbackend.Options{Spread: rueidisbackend.MaxSpread + 1}, "Spread"},
 	}
 	for _, tt := range tests {
 		s, err := rueidisbackend.New(tt.client, tt.opts)
