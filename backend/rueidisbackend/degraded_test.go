@@ -12,8 +12,8 @@ import (
 
 // TestDegraded_SessionsRefreshWhileTheViewsNodeIsDown kills the master that
 // holds the view counts of a cluster of its own (which keeps serving the
-// slots it has left) and checks that sessions whose own node is up still
-// refresh and view items; once the master is back (empty: it had no
+// slots it has left) and checks that sessions whose own node (and their
+// user's) is up still refresh and view items; once the master is back (empty: it had no
 // replica), the views made meanwhile are counted, exactly.
 func TestDegraded_SessionsRefreshWhileTheViewsNodeIsDown(t *testing.T) {
 	cl, err := redistest.StartCluster(3, "--cluster-require-full-coverage", "no")
@@ -29,7 +29,10 @@ func TestDegraded_SessionsRefreshWhileTheViewsNodeIsDown(t *testing.T) {
 	var tokens []string
 	for i := 0; len(tokens) < 30; i++ {
 		token := fmt.Sprintf("deg-%d", i)
-		if owner(t, c, addrs, "deg:login:{"+retail.SessionID(token)+"}") == down {
+		// Both the session's keys and its user's loggedout key, which
+		// RefreshSession reads first, must be on a node that stays up.
+		if owner(t, c, addrs, "deg:login:{"+retail.SessionID(token)+"}") == down ||
+			owner(t, c, addrs, "deg:loggedout:{user-"+token+"}") == down {
 			continue
 		}
 		if created, err := s.StartSession(bg, token, "user-"+token); err != nil || !created {
