@@ -15,21 +15,13 @@ import (
 // TestBatch_EachCallGetsItsOwnAnswer holds the first batches of each
 // group-committed script on their way until many calls have queued behind
 // them, so that those go out as batches of many, and checks that every call
-// got its own session's answer and wrote its own session: with the shared
-// sets whole (a batch sends their keys once) and split (each call sends its
-// own).
+// got its own session's answer and wrote its own session.
 func TestBatch_EachCallGetsItsOwnAnswer(t *testing.T) {
 	if server == nil {
 		unavailable(t, "Redis server", serverErr)
 	}
-	for _, spread := range []int{1, 4} {
-		t.Run("spread="+strconv.Itoa(spread), func(t *testing.T) { testBatchAnswers(t, spread) })
-	}
-}
-
-func testBatchAnswers(t *testing.T, spread int) {
 	c := newClient(t, rueidis.ClientOption{InitAddress: []string{server.Addr()}, ForceSingleClient: true})
-	s, err := rueidisbackend.New(c, rueidisbackend.Options{Prefix: uniquePrefix(), Spread: spread})
+	s, err := rueidisbackend.New(c, rueidisbackend.Options{Prefix: uniquePrefix()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,7 +133,7 @@ func TestCleanSettle_DeletesBelowTheBoundKeepsTheRest(t *testing.T) {
 		t.Run(tg.name, func(t *testing.T) {
 			clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
 			s, c, prefix := newStore(t, tg, clock)
-			index := indexParts(prefix, 1)[0]
+			index := indexKey(prefix)
 			for _, tok := range []string{"a", "b", "c"} {
 				if ok, err := s.StartSession(bg, tok, ""); !ok || err != nil {
 					t.Fatalf("StartSession(%s) = %v, %v", tok, ok, err)

@@ -15,17 +15,14 @@ const cleanBatch = 1000
 
 // CleanSessions implements driver.Store. Each round of the pass reads the
 // oldest index entries with their stamps (as many as are idle-expired, or
-// beyond the newest keep, whichever is more; from every part of the index
-// if Options.Spread splits it, merged so that the parts give the entries
-// one index would), deletes every session whose stamp is still the one
-// read (on a single server with an index of one part, which reads no
-// stamps: every session whose stamp is idle-expired or not above the
-// newest entry the pass takes, see cleanSettle), then settles the index,
-// each entry in the part it was read from:
-// entries of deleted sessions and old strays go, and entries that lag
-// behind their session's stamp (a refresh moves the index only now and
-// then, see refreshSession) are moved up to it, so that a later round reads
-// the sessions in their true order. A session refreshed at any point after
+// beyond the newest keep, whichever is more), deletes every session whose
+// stamp is still the one read (on a single server, which reads no stamps:
+// every session whose stamp is idle-expired or not above the newest entry
+// the pass takes, see cleanSettle), then settles the index: entries of
+// deleted sessions and old strays go, and entries that lag behind their
+// session's stamp (a refresh moves the index only now and then, see
+// refreshSession) are moved up to it, so that a later round reads the
+// sessions in their true order. A session refreshed at any point after
 // the read has a new stamp and survives; one created again after its keys
 // were deleted has a new stamp that the last step leaves alone. Sessions
 // refreshed after the pass began have stamps above its start and are never
@@ -74,8 +71,7 @@ const strayGrace = time.Minute
 // the one read is removed (new stamp "") or moved to the new stamp. It
 // answers how many it removed.
 //
-// KEYS: the index part the entries were read from. ARGV: token, stamp
-// read, new stamp triples.
+// KEYS: the index. ARGV: token, stamp read, new stamp triples.
 var reindex = newScript(`
 local removed = 0
 for i = 1, #ARGV, 3 do
@@ -108,14 +104,9 @@ func (s *store) cleanRound(ctx context.Context, keep, limit int, start float64, 
 	if err != nil {
 		return 0, false, err
 	}
-	// The settles of each part of the index, in the order the parts come.
-	settle := map[int][]string{}
-	var parts []int
+	var settle []string
 	add := func(e indexEntry, newStamp string) {
-		if _, ok := settle[e.part]; !ok {
-			parts = append(parts, e.part)
-		}
-		settle[e.part] = append(settle[e.part], e.token, e.stamp, newStamp)
+		settle = append(settle, e.token, e.stamp, newStamp)
 	}
 	for i, o := range outcome {
 		switch {
@@ -130,14 +121,10 @@ func (s *store) cleanRound(ctx context.Context, keep, limit int, start float64, 
 			add(entries[i], o.stamp)
 		}
 	}
-	if len(parts) == 0 {
+	if len(settle) == 0 {
 		return 0, false, nil
 	}
-	calls := make([]call, 0, len(parts))
-	for _, p := range parts {
-		calls = append(calls, s.scriptCall(reindex, []string{s.k.indexPart(p)}, settle[p]))
-	}
-	return removed, true, s.send(ctx, calls)
+	return removed, true, s.send(ctx, []call{s.scriptCall(reindex, []string{s.k.index()}, settle)})
 }
 
 // stale reports whether an index stamp is older than strayGrace before the
@@ -185,31 +172,27 @@ return out
 // are deleted, and the entry too if its stamp is below ARGV[1] (see stale;
 // the stamp is read for that, which is rare).
 //
-// KEYS: with ARGV[4] = 4 (an index of one part), the index, then the keys
-// of each session in the order of sessionKeys.all; with ARGV[4] = 5, for
-// each session the index part its entry was read from, then its keys.
-// ARGV: the stray bound, the delete bound, "1" if that is the reach, 4 or
-// 5, then the token of each session. It answers, per session, cleanDeleted;
-// the stamp its entry was moved up to; cleanLeft (a session kept whose
-// entry was at its stamp already); cleanNoSession (no session: its entry
-// removed, or gone already); or cleanYoung (no session, and its entry
-// left: too young to be a stray).
+// KEYS: the index, then the keys of each session in the order of
+// sessionKeys.all. ARGV: the stray bound, the delete bound, "1" if that is
+// the reach, then the token of each session. It answers, per session,
+// cleanDeleted; the stamp its entry was moved up to; cleanLeft (a session
+// kept whose entry was at its stamp already); cleanNoSession (no session:
+// its entry removed, or gone already); or cleanYoung (no session, and its
+// entry left: too young to be a stray).
 var cleanSettle = newScript(`
 local DELETED, NO_SESSION, LEFT, YOUNG = ` + strings.Join([]string{
 	itoa(cleanDeleted), itoa(cleanNoSession), itoa(cleanLeft), itoa(cleanYoung)}, ", ") + `
-local stray, bound, at, stride = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
-local n, whole = #ARGV - 4, stride == 4
--- session j's keys are KEYS[b + 1] to KEYS[b + 4], b = 1 + stride * (j - 1);
--- its index part, if the index has parts, is KEYS[b].
+local stray, bound, at = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
+local n, index = #ARGV - 3, KEYS[1]
+-- session j's keys are KEYS[b + 1] to KEYS[b + 4], b = 1 + 4 * (j - 1).
 local seens = {}
 for j = 1, n do
-  seens[j] = KEYS[3 + stride * (j - 1)]
+  seens[j] = KEYS[3 + 4 * (j - 1)]
 end
 seens = redis.call('MGET', unpack(seens))
-local out, dels, nd, unindexed, parts = {}, {}, 0, {}, {}
+local out, dels, nd, unindexed = {}, {}, 0, {}
 for j = 1, n do
-  local b, token = 1 + stride * (j - 1), ARGV[4 + j]
-  local index = whole and KEYS[1] or KEYS[b]
+  local b, token = 1 + 4 * (j - 1), ARGV[3 + j]
   local stamp = seens[j] and string.match(seens[j], '^%S+')
   local t = stamp and tonumber(stamp)
   if t and (t > bound or t == bound and not at) then
@@ -224,21 +207,14 @@ for j = 1, n do
       unindex = read and tonumber(read) < stray
       out[j] = (unindex or not read) and NO_SESSION or YOUNG
     end
-    if unindex then
-      local u = unindexed[index]
-      if not u then u = {}; unindexed[index] = u; parts[#parts + 1] = index end
-      u[#u + 1] = token
-    end
+    if unindex then unindexed[#unindexed + 1] = token end
   end
 end
 for i = 1, #dels, 1000 do
   redis.call('DEL', unpack(dels, i, math.min(i + 999, #dels)))
 end
-for _, index in ipairs(parts) do
-  local u = unindexed[index]
-  for i = 1, #u, 1000 do
-    redis.call('ZREM', index, unpack(u, i, math.min(i + 999, #u)))
-  end
+for i = 1, #unindexed, 1000 do
+  redis.call('ZREM', index, unpack(unindexed, i, math.min(i + 999, #unindexed)))
 end
 return out
 `)
@@ -324,10 +300,6 @@ func (s *store) cleanOnServer(ctx context.Context, keep, max int, start float64,
 // settleCall is the cleanSettle of a round's entries, oldest first, with
 // the reach the read answered; idle is the idle bound (see cleanOnServer).
 func (s *store) settleCall(entries []indexEntry, reach string, start float64, idle int64) call {
-	stride := 4
-	if s.k.spread > 1 {
-		stride = 5
-	}
 	// The delete bound: the later of the idle bound and the reach, which
 	// is below the pass's start unless the pass may take every entry below
 	// it. Sessions at the reach go, as their entries are at or below it;
@@ -341,16 +313,11 @@ func (s *store) settleCall(entries []indexEntry, reach string, start float64, id
 			bound, at = formatStamp(start), "0"
 		}
 	}
-	args := make([]string, 4, 4+len(entries))
-	args[0], args[1], args[2], args[3] = formatStamp(start-float64(strayGrace.Milliseconds())), bound, at, itoa(stride)
-	keys := make([]string, 0, 1+stride*len(entries))
-	if stride == 4 {
-		keys = append(keys, s.k.indexPart(0))
-	}
+	args := make([]string, 3, 3+len(entries))
+	args[0], args[1], args[2] = formatStamp(start-float64(strayGrace.Milliseconds())), bound, at
+	keys := make([]string, 1, 1+4*len(entries))
+	keys[0] = s.k.index()
 	for _, e := range entries {
-		if stride == 5 {
-			keys = append(keys, s.k.indexPart(e.part))
-		}
 		keys = append(keys, s.k.session(e.token).all()...)
 		args = append(args, e.token)
 	}

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/retailkit/retail"
-	"github.com/retailkit/retail/backend/rueidisbackend"
 	"github.com/retailkit/retail/conformance"
 )
 
@@ -15,18 +14,6 @@ func TestConformance(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg target) {
 		conformance.Run(t, func(tb testing.TB, clock retail.Clock) retail.Store {
 			s, _, _ := newStore(tb, tg, clock)
-			return s
-		})
-	})
-}
-
-// TestConformance_Spread runs the whole suite again with the shared sets
-// split into 7 parts: counts, ranks, top items, rescales and cleaning must
-// answer exactly as with one set.
-func TestConformance_Spread(t *testing.T) {
-	forEachTarget(t, func(t *testing.T, tg target) {
-		conformance.Run(t, func(tb testing.TB, clock retail.Clock) retail.Store {
-			s, _, _ := newStoreWith(tb, tg, rueidisbackend.Options{Clock: clock, Spread: 7})
 			return s
 		})
 	})

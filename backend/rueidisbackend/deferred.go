@@ -18,8 +18,7 @@ import (
 // and refreshes its session: RefreshSession and UpdateToken keep the index
 // entries and views they could not write in a bounded buffer, report
 // success, and send the buffer with the next call that writes or reads
-// those slots (a view, an update, ItemRank, TopItems), each to the part of
-// the shared sets its token or item belongs to (see keys.go).
+// those slots (a view, an update, ItemRank, TopItems).
 //
 // What can be lost: the views buffered in a process that stops before the
 // node is back, views of items beyond the buffer's bound of maxDeferred

@@ -40,9 +40,6 @@
 //	inv:ID (string)          retail:row:ID (string)          same
 //	schedule:, delay: (zset) retail:{rows}:schedule, :delay  one slot, so one script claims due rows
 //	                         retail:claim:{NAME} (string)    the latest turn claimed of a worker's work, "TURN OWNER", so that workers of several processes take turns
-//	                         retail:{sessions:K}:seen        with Options.Spread N > 1: part K of the cleaning index, K = 0..N-1 (see below)
-//	                         retail:{views:K}:viewed         with Options.Spread N > 1: part K of the view counts; either tag may end
-//	                                                         in .J, the smallest J >= 1 that puts its slot in the K-th of N equal slot ranges
 //
 // T is the session's ID, the hash of its token (the Store never hands a
 // backend a token; see "Tokens at rest" in package retail), and U the
@@ -59,25 +56,11 @@
 // recent items moved into the seen key keep their login but lose their
 // recent items.
 //
-// The cleaning index and the view counts are written by every request. With
-// Options.Spread N above 1 (the default is 1), each is split into N parts,
-// each a sorted set on a slot of its own, so that in a cluster those writes
-// spread over several masters. A token's entry and an item's count live in
-// part
-//
-//	K = FNV-1a-32(the token's or item's bytes) mod N
-//
-// (the 32-bit FNV-1a hash: offset basis 2166136261, prime 16777619, each
-// byte XORed in then multiplied). That mapping is part of the stored data:
-// it is the same in every process and every version, and every process
-// that shares the data must use the same Spread and Prefix. With a Spread of
-// 1 the keys are the single sets {sessions}:seen and {views}:viewed, as
-// before Spread existed. SessionCount, CleanSessions, TopItems, ItemRank
-// and RescaleViews read every part and answer exactly as one set would
-// (ItemRank counts the members that rank before the item in each part,
-// ties broken by name in byte order, as Redis orders them); see
-// Options.Spread for the cost, and for why changing it on existing data is
-// not supported.
+// The cleaning index and the view counts are one sorted set each, written
+// by every request (see "Hot keys" below). Versions that had
+// Options.Spread kept them in these same keys with its default of 1; the
+// parts that a Spread above 1 wrote ({sessions:K}:seen, {views:K}:viewed)
+// are not read.
 //
 // # Round trips
 //
@@ -101,11 +84,7 @@
 // RenewSession three to five, and CleanSessions two a batch of 1,000
 // sessions on a single server, where a pass of several batches sends each
 // batch's deletions with the next batch's read, one round trip a batch
-// (three in a cluster, with one script a session in the second). With Options.Spread above 1, SessionCount,
-// TopItems and the first round trip of each CleanSessions batch send
-// commands to every part of the shared set, all in that round trip;
-// ItemRank takes two round trips (the item's own part, then the others)
-// and RescaleViews up to three.
+// (three in a cluster, with one script a session in the second).
 //
 // # Expiry, and key TTLs
 //
@@ -181,7 +160,7 @@
 //
 // RefreshSession writes the session's stamp to the index only when it moves
 // the login's deadline, so that most requests leave the shared index (one
-// slot, one node of a cluster, or Options.Spread of them) alone. An index entry may thus lag behind its
+// slot, one node of a cluster) alone. An index entry may thus lag behind its
 // session's stamp; a pass that reads such an entry leaves the session alone
 // and moves the entry up to the session's stamp, then reads again, so it
 // still removes sessions in the order they were last seen. On a single
@@ -275,8 +254,7 @@
 // replica after the cluster's node timeout. Meanwhile the slots it served
 // refuse every call: sessions whose keys live there cannot be checked or
 // refreshed. Sessions on the other masters keep working even if the
-// failed master holds the session index or the view counts (or parts of
-// them, see Options.Spread): RefreshSession
+// failed master holds the session index or the view counts: RefreshSession
 // and UpdateToken keep the index and view writes they could not send in a
 // bounded buffer (views of up to 100,000 distinct items) and send it with
 // the next call that reaches those slots, at most every 100 ms, and
@@ -328,37 +306,29 @@
 //
 // # Hot keys, and how far a cluster scales
 //
-// A session's keys hash to slots all over a cluster, but with Spread 1 every
-// view goes to one sorted set and every request's index entry to another,
-// so their two masters do more than the others. examples/loadgen (64 users,
-// 10,000 items, 30 s) on a private 6-master cluster, with INFO commandstats
-// and INFO cpu read off every master (2-core machine, Redis 7.0.15,
-// 2026-11-22; the client shares the cores, so only the ratios mean anything):
+// A session's keys hash to slots all over a cluster, but every view goes to
+// one sorted set and every request's index entry to another, so their two
+// masters do more than the others. examples/loadgen (64 users, 10,000
+// items, 30 s) on a private 6-master cluster, with INFO commandstats and
+// INFO cpu read off every master (2-core machine, Redis 7.0.15,
+// 2026-11-22; the client shares the cores, so only the ratios mean
+// anything), ran 34,257 ops/s at 29 µs of server CPU an op, the hottest
+// master, that of {views}, taking 19.8% of the commands and 21.8% of the
+// CPU (ideal 16.7%). Reading its server time as 25.6 µs a request spread
+// over all masters plus 2.1 µs on the master of {views} (ZINCRBY and
+// ZRANK) and 1.4 µs on that of {sessions}: the busiest master does
+// 25.6/N + 2.1 µs a request, so N masters serve, against N perfectly even
+// ones,
 //
-//	Spread  hottest master's share      loadgen ops/s  server CPU per op
-//	        (commandstats / CPU)        (all servers)
-//	1       19.8% / 21.8% ({views})     34,257         29 µs
-//	6       17.3% / 17.0%               21,896         47 µs
-//	12      17.3% / 17.1%               14,123         75 µs
+//	masters  share of even
+//	3        92%
+//	12       58%
+//	48       23%
 //
-// (ideal 16.7%). Spread evens the masters out, since partTag places each
-// part in its own range of slots, but each item page's ItemRank then reads
-// every part (two ZCOUNTs a part, plus a script where its score has ties),
-// which costs about 4 µs of server time a part and a page. A projection from
-// the Spread 1 run, reading its server time as 25.6 µs a request spread over
-// all masters plus 2.1 µs on the master of {views} (ZINCRBY and ZRANK) and
-// 1.4 µs on that of {sessions}: the busiest master does 25.6/N + 2.1 µs a
-// request, so N masters serve, against N perfectly even ones,
-//
-//	masters  Spread 1        Spread N (even, but 29.3 + 4·(N−1) µs a request)
-//	3        92% of even     79%
-//	12       58%             40%
-//	48       23%             13%
-//
-// So on this workload, where every item page asks for its rank, Spread 1 is
-// the better choice up to a few dozen masters, and the {views} master is
-// what bounds a large cluster; Spread pays off where views are counted far
-// more often than ranks are read, and for the session index alone, whose
-// whole-set reads are only the cleaner's. The orders of magnitude, not the
+// So the {views} master is what bounds a large cluster. Splitting the two
+// sets into parts on slots of their own (the former Options.Spread) evened
+// the masters out (17.3% on 6 masters) but cost more than it spread: every
+// item page's ItemRank then read every part, and the same run lost 36% of
+// its throughput with 6 parts (21,896 ops/s) and 59% with 12 (14,123). The orders of magnitude, not the
 // figures, carry over to a cluster whose masters have cores of their own.
 package rueidisbackend

@@ -87,7 +87,7 @@ func TestFailover_RepairLeavesNoOrphans(t *testing.T) {
 	if after := countOrphans(t, c, prefix); after != (orphans{}) {
 		t.Errorf("after repair: %s, want none", after)
 	}
-	live := wantWholeKeyspace(t, s, c, prefix, 1)
+	live := wantWholeKeyspace(t, s, c, prefix)
 	if live == 0 {
 		t.Fatal("no session survived the load: nothing was tested")
 	}

@@ -4,12 +4,11 @@ import (
 	"context"
 )
 
-// The session index ({sessions}:seen, token -> stamp, split into
-// Options.Spread parts; see keys.go) and the user indexes (user:{USER},
-// token -> created) live on slots of their own. On a single server the
-// session scripts write the session index themselves, in the same atomic
-// step as the session; in a cluster they cannot, so the calls below follow
-// or accompany them. Each is written so that, whatever order
+// The session index ({sessions}:seen, token -> stamp) and the user indexes
+// (user:{USER}, token -> created) live on slots of their own. On a single
+// server the session scripts write the session index themselves, in the
+// same atomic step as the session; in a cluster they cannot, so the calls
+// below follow or accompany them. Each is written so that, whatever order
 // it lands in relative to the session writes of other calls, no session is
 // left without its index entry, and no index entry is left for a session
 // that is gone except as a stray that cleaning removes (see cleaning.go).
@@ -17,7 +16,7 @@ import (
 // indexCall creates token's index entry at stamp, or raises it: a session
 // was just created or updated (in a cluster, next to the session script).
 func (s *store) indexCall(token string, stamp float64) call {
-	return call{cmd: s.c.B().Zadd().Key(s.k.index(token)).Gt().ScoreMember().ScoreMember(stamp, token).Build()}
+	return call{cmd: s.c.B().Zadd().Key(s.k.index()).Gt().ScoreMember().ScoreMember(stamp, token).Build()}
 }
 
 // bumpCall raises token's index entry to stamp if there is one. It follows
@@ -26,14 +25,14 @@ func (s *store) indexCall(token string, stamp float64) call {
 // and sees a stamp no newer than the one it read from the session, or it
 // came first and there is no entry left to raise.
 func (s *store) bumpCall(token, stamp string) call {
-	return call{cmd: s.c.B().Arbitrary("ZADD").Keys(s.k.index(token)).Args("XX", "GT", stamp, token).Build()}
+	return call{cmd: s.c.B().Arbitrary("ZADD").Keys(s.k.index()).Args("XX", "GT", stamp, token).Build()}
 }
 
 // unindex removes each token whose index stamp is at most the given one:
 // the stamp its session had when it was deleted, so that a session created
 // again under the token since (with a newer stamp) keeps its entry.
 //
-// KEYS: the index part of the tokens. ARGV: token, stamp pairs.
+// KEYS: the index. ARGV: token, stamp pairs.
 var unindex = newScript(`
 for i = 1, #ARGV, 2 do
   local s = redis.call('ZSCORE', KEYS[1], ARGV[i])
@@ -44,26 +43,9 @@ end
 return 1
 `)
 
-// unindexCalls returns the unindex calls for token, stamp pairs: one for
-// each part of the index that holds some of the tokens.
-func (s *store) unindexCalls(pairs []string) []call {
-	if s.k.spread == 1 {
-		return []call{s.scriptCall(unindex, []string{s.k.indexPart(0)}, pairs)}
-	}
-	byPart := map[int][]string{}
-	var parts []int
-	for i := 0; i+1 < len(pairs); i += 2 {
-		p := s.k.partOf(pairs[i])
-		if _, ok := byPart[p]; !ok {
-			parts = append(parts, p)
-		}
-		byPart[p] = append(byPart[p], pairs[i], pairs[i+1])
-	}
-	calls := make([]call, len(parts))
-	for i, p := range parts {
-		calls[i] = s.scriptCall(unindex, []string{s.k.indexPart(p)}, byPart[p])
-	}
-	return calls
+// unindexCall is the unindex call for token, stamp pairs.
+func (s *store) unindexCall(pairs []string) call {
+	return s.scriptCall(unindex, []string{s.k.index()}, pairs)
 }
 
 // addUser indexes a session under its user (see indexUser in prelude).

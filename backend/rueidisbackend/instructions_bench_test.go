@@ -89,18 +89,18 @@ func BenchmarkScriptInstructions(b *testing.B) {
 		{"UpdateToken", s.batches.update, func(i int) ([]string, []string) {
 			stamp, now := s.nextStamp()
 			it := item()
-			return s.k.session(token(i)).allWith(s.k.index(token(i)), s.k.viewed(it), s.k.user(user(i))),
+			return s.k.session(token(i)).allWith(s.k.index(), s.k.viewed(), s.k.user(user(i))),
 				s.sessionArgs(now, seenValue(stamp, now), token(i), user(i), it, s.limit)
 		}},
 		{"RefreshSession", s.batches.refresh, func(i int) ([]string, []string) {
 			stamp, now := s.nextStamp()
 			it := item()
-			return s.k.session(token(i)).allWith(s.k.index(token(i)), s.k.viewed(it)),
+			return s.k.session(token(i)).allWith(s.k.index(), s.k.viewed()),
 				s.sessionArgs(now, seenValue(stamp, now), token(i), it, s.limit)
 		}},
 		{"RefreshSessionNoItem", s.batches.refresh, func(i int) ([]string, []string) {
 			stamp, now := s.nextStamp()
-			return s.k.session(token(i)).allWith(s.k.index(token(i)), s.k.viewed("")),
+			return s.k.session(token(i)).allWith(s.k.index(), s.k.viewed()),
 				s.sessionArgs(now, seenValue(stamp, now), token(i), "", s.limit)
 		}},
 		{"AddToCart", s.batches.cart, func(i int) ([]string, []string) {

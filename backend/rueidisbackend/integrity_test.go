@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -31,92 +30,74 @@ import (
 // that is being logged out. Such
 // entries are never returned (UserSessions checks each session) and go at
 // the latest a lifetime later; the test counts them.
-//
-// It runs with the shared sets whole and split (see spreads).
 func TestCleanup_NoOrphanKeysAfterConcurrentStress(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg target) {
-		forEachSpread(t, func(t *testing.T, spread int) {
-			clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
-			s, c, prefix := newStoreWith(t, tg, rueidisbackend.Options{Clock: clock, Spread: spread})
-			tokens := make([]string, 64)
-			for i := range tokens {
-				tokens[i] = fmt.Sprintf("stress-%02d", i)
-			}
-			tokens[0], tokens[1] = "odd}token", "odd%7Dtoken" // escaping must keep them apart
-			userOf := func(tok string) string { return "user-" + tok }
-			var wg sync.WaitGroup
-			for g := range 8 {
-				wg.Go(func() {
-					r := rand.New(rand.NewPCG(uint64(g), 1))
-					for range 400 {
-						tok := tokens[r.IntN(len(tokens))]
-						item := fmt.Sprintf("item-%d", r.IntN(5))
-						var err error
-						switch op := r.IntN(14); {
-						case op < 3:
-							err = s.UpdateToken(bg, tok, userOf(tok), item)
-						case op < 4:
-							_, err = s.StartSession(bg, tok, userOf(tok))
-						case op < 6:
-							_, _, err = s.RefreshSession(bg, tok, item)
-						case op < 7:
-							err = s.AddToCart(bg, tok, item, 1+r.IntN(3))
-						case op < 8:
-							err = s.SetValue(bg, tok, "flash", []byte(item))
-						case op < 9:
-							other := tokens[r.IntN(len(tokens))]
-							if other != tok {
-								_, err = s.RenewSession(bg, tok, other, userOf(other))
-							}
-						case op < 11:
-							_, err = s.CleanSessions(bg, r.IntN(20), 1+r.IntN(10))
-						case op < 12:
-							_, err = s.LogoutUser(bg, userOf(tok))
-						case op < 13:
-							clock.Advance(time.Millisecond)
-						default:
-							err = s.Logout(bg, tok)
+		clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+		s, c, prefix := newStoreWith(t, tg, rueidisbackend.Options{Clock: clock})
+		tokens := make([]string, 64)
+		for i := range tokens {
+			tokens[i] = fmt.Sprintf("stress-%02d", i)
+		}
+		tokens[0], tokens[1] = "odd}token", "odd%7Dtoken" // escaping must keep them apart
+		userOf := func(tok string) string { return "user-" + tok }
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(uint64(g), 1))
+				for range 400 {
+					tok := tokens[r.IntN(len(tokens))]
+					item := fmt.Sprintf("item-%d", r.IntN(5))
+					var err error
+					switch op := r.IntN(14); {
+					case op < 3:
+						err = s.UpdateToken(bg, tok, userOf(tok), item)
+					case op < 4:
+						_, err = s.StartSession(bg, tok, userOf(tok))
+					case op < 6:
+						_, _, err = s.RefreshSession(bg, tok, item)
+					case op < 7:
+						err = s.AddToCart(bg, tok, item, 1+r.IntN(3))
+					case op < 8:
+						err = s.SetValue(bg, tok, "flash", []byte(item))
+					case op < 9:
+						other := tokens[r.IntN(len(tokens))]
+						if other != tok {
+							_, err = s.RenewSession(bg, tok, other, userOf(other))
 						}
-						if errors.Is(err, retail.ErrNoSession) || errors.Is(err, retail.ErrInvalid) {
-							err = nil // no live session, or RenewSession to a live token
-						}
-						if err != nil {
-							t.Errorf("stress op: %v", err)
-							return
-						}
+					case op < 11:
+						_, err = s.CleanSessions(bg, r.IntN(20), 1+r.IntN(10))
+					case op < 12:
+						_, err = s.LogoutUser(bg, userOf(tok))
+					case op < 13:
+						clock.Advance(time.Millisecond)
+					default:
+						err = s.Logout(bg, tok)
 					}
-				})
-			}
-			wg.Wait()
-			wantWholeKeyspace(t, s, c, prefix, spread)
-		})
+					if errors.Is(err, retail.ErrNoSession) || errors.Is(err, retail.ErrInvalid) {
+						err = nil // no live session, or RenewSession to a live token
+					}
+					if err != nil {
+						t.Errorf("stress op: %v", err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		wantWholeKeyspace(t, s, c, prefix)
 	})
 }
 
 // wantWholeKeyspace scans the keyspace of every node and checks that it
 // holds whole sessions only (see TestCleanup_NoOrphanKeysAfterConcurrentStress),
 // returning the number of sessions.
-// The Store's shared sets are split into spread parts; every index entry
-// must be in its token's part.
-func wantWholeKeyspace(t *testing.T, s *rueidisbackend.Store, c rueidis.Client, prefix string, spread int) int {
+func wantWholeKeyspace(t *testing.T, s *rueidisbackend.Store, c rueidis.Client, prefix string) int {
 	t.Helper()
-	var indexed []string
-	for p, k := range indexParts(prefix, spread) {
-		toks, err := c.Do(bg, c.B().Zrange().Key(k).Min("0").Max("-1").Build()).AsStrSlice()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, tok := range toks {
-			if want := indexKey(prefix, spread, tok); k != want {
-				t.Errorf("token %q is indexed in %q (part %d), want %q", tok, k, p, want)
-			}
-		}
-		indexed = append(indexed, toks...)
+	indexed, err := c.Do(bg, c.B().Zrange().Key(indexKey(prefix)).Min("0").Max("-1").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
 	}
-	shared := map[string]bool{}
-	for _, k := range append(indexParts(prefix, spread), viewedParts(prefix, spread)...) {
-		shared[k] = true
-	}
+	shared := map[string]bool{indexKey(prefix): true, viewedKey(prefix): true}
 	owned := map[string]bool{}
 	for _, tok := range indexed {
 		for _, k := range sessionKeys(prefix, tok).all() {
@@ -192,54 +173,11 @@ func sessionKeys(prefix, id string) layoutKeys {
 	return layoutKeys{prefix + "login:" + tag, prefix + "seen:" + tag, prefix + "cart:" + tag, prefix + "values:" + tag}
 }
 
-// indexParts are the keys of the parts of the session index of a Store
-// with Options.Spread spread, as the package doc gives them: the one set
-// PREFIX{sessions}:seen if spread is 1, else PREFIX{sessions:K}:seen for
-// K = 0..spread-1.
-func indexParts(prefix string, spread int) []string {
-	return sharedParts(prefix, "sessions", ":seen", spread)
-}
+// indexKey is the key of the session index, as the package doc gives it.
+func indexKey(prefix string) string { return prefix + "{sessions}:seen" }
 
-// viewedParts are the keys of the parts of the view counts, as indexParts.
-func viewedParts(prefix string, spread int) []string {
-	return sharedParts(prefix, "views", ":viewed", spread)
-}
-
-func sharedParts(prefix, name, suffix string, spread int) []string {
-	if spread == 1 {
-		return []string{prefix + "{" + name + "}" + suffix}
-	}
-	keys := make([]string, spread)
-	for k := range keys {
-		// The tag NAME:K, or NAME:K.J, whose slot is in the K-th of
-		// spread equal slot ranges, as the package doc gives it.
-		lo, hi := k*16384/spread, (k+1)*16384/spread
-		tag := fmt.Sprintf("%s:%d", name, k)
-		for j := 1; int(slot(tag)) < lo || int(slot(tag)) >= hi; j++ {
-			tag = fmt.Sprintf("%s:%d.%d", name, k, j)
-		}
-		keys[k] = prefix + "{" + tag + "}" + suffix
-	}
-	return keys
-}
-
-// partOf is the part that holds a token or an item, as the package doc
-// gives it: FNV-1a 32 of its bytes, mod spread.
-func partOf(name string, spread int) int {
-	h := fnv.New32a()
-	h.Write([]byte(name))
-	return int(h.Sum32() % uint32(spread))
-}
-
-// indexKey is the key of the part of the session index that holds token.
-func indexKey(prefix string, spread int, token string) string {
-	return indexParts(prefix, spread)[partOf(token, spread)]
-}
-
-// viewedKey is the key of the part of the view counts that holds item.
-func viewedKey(prefix string, spread int, item string) string {
-	return viewedParts(prefix, spread)[partOf(item, spread)]
-}
+// viewedKey is the key of the view counts, as the package doc gives it.
+func viewedKey(prefix string) string { return prefix + "{views}:viewed" }
 
 // userKey is the key of user's index, as the package doc gives it.
 func userKey(prefix, user string) string { return prefix + "user:{" + escapeTag(user) + "}" }
@@ -348,6 +286,33 @@ func TestKeys_SessionKeysShareASlot(t *testing.T) {
 	}
 	if userKey("p:", "a}b") == userKey("p:", "a%7Db") {
 		t.Errorf("users %q and %q share an index", "a}b", "a%7Db")
+	}
+}
+
+// TestKeys_SharedSetsLayout checks that the session index and the view
+// counts are the keys the package doc gives, PREFIX{sessions}:seen and
+// PREFIX{views}:viewed, so that data written by earlier versions is read
+// as before.
+func TestKeys_SharedSetsLayout(t *testing.T) {
+	mr := startMiniredis(t)
+	s := mustNew(t, miniredisClientOf(t, mr, rueidis.ClientOption{}), rueidisbackend.Options{})
+	prefix := rueidisbackend.DefaultPrefix
+	if got, want := indexKey(prefix), "retail:{sessions}:seen"; got != want {
+		t.Fatalf("indexKey(%q) = %q, want %q", prefix, got, want)
+	}
+	if got, want := viewedKey(prefix), "retail:{views}:viewed"; got != want {
+		t.Fatalf("viewedKey(%q) = %q, want %q", prefix, got, want)
+	}
+	for _, tok := range []string{"a", "b", "}", "é"} {
+		if err := s.UpdateToken(bg, tok, "user", "item-"+tok); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mr.ZScore(indexKey(prefix), retail.SessionID(tok)); err != nil {
+			t.Errorf("token %q is not in %s: %v", tok, indexKey(prefix), err)
+		}
+		if _, err := mr.ZScore(viewedKey(prefix), "item-"+tok); err != nil {
+			t.Errorf("item %q is not in %s: %v", "item-"+tok, viewedKey(prefix), err)
+		}
 	}
 }
 
@@ -478,46 +443,28 @@ func TestErrors_InvalidInputSendsNothing(t *testing.T) {
 // TestCleanSessions_StrayIndexEntries plants index entries that have no
 // session keys: an old one, as a failed update leaves, is removed without
 // being counted as a session; a fresh one, as an update in flight on a
-// cluster shows for a moment, is left for its session write to land. With the index split, the strays are
-// planted in every part but their tokens' own, as a change of Options.Spread
-// leaves them: cleaning settles an entry in the part it read it from.
+// cluster shows for a moment, is left for its session write to land.
 func TestCleanSessions_StrayIndexEntries(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg target) {
-		forEachSpread(t, func(t *testing.T, spread int) {
-			clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
-			s, c, prefix := newStoreWith(t, tg, rueidisbackend.Options{Clock: clock, Spread: spread})
-			now := float64(clock.Now().UnixMilli())
-			parts := indexParts(prefix, spread)
-			// own reports whether k is the part of tok when the index is split.
-			own := func(k, tok string) bool { return spread > 1 && k == indexKey(prefix, spread, tok) }
-			plant := map[string]float64{"old-stray": now - float64(2*time.Minute/time.Millisecond), "fresh-stray": now}
-			for tok, stamp := range plant {
-				for _, k := range parts {
-					if own(k, tok) {
-						continue
-					}
-					if err := c.Do(bg, c.B().Zadd().Key(k).ScoreMember().ScoreMember(stamp, tok).Build()).Error(); err != nil {
-						t.Fatal(err)
-					}
-				}
+		clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+		s, c, prefix := newStoreWith(t, tg, rueidisbackend.Options{Clock: clock})
+		now := float64(clock.Now().UnixMilli())
+		plant := map[string]float64{"old-stray": now - float64(2*time.Minute/time.Millisecond), "fresh-stray": now}
+		for tok, stamp := range plant {
+			if err := c.Do(bg, c.B().Zadd().Key(indexKey(prefix)).ScoreMember().ScoreMember(stamp, tok).Build()).Error(); err != nil {
+				t.Fatal(err)
 			}
-			clock.Advance(time.Second)
-			if n, err := s.CleanSessions(bg, 0, 10); n != 0 || err != nil {
-				t.Errorf("CleanSessions(0, 10) = %d, %v; want 0, nil (strays are no sessions)", n, err)
-			}
-			for _, k := range parts {
-				left, err := c.Do(bg, c.B().Zrange().Key(k).Min("0").Max("-1").Build()).AsStrSlice()
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := []string{"fresh-stray"}
-				if own(k, "fresh-stray") {
-					want = nil
-				}
-				if !slices.Equal(left, want) {
-					t.Errorf("index part %s after cleaning = %q, want %q", k, left, want)
-				}
-			}
-		})
+		}
+		clock.Advance(time.Second)
+		if n, err := s.CleanSessions(bg, 0, 10); n != 0 || err != nil {
+			t.Errorf("CleanSessions(0, 10) = %d, %v; want 0, nil (strays are no sessions)", n, err)
+		}
+		left, err := c.Do(bg, c.B().Zrange().Key(indexKey(prefix)).Min("0").Max("-1").Build()).AsStrSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"fresh-stray"}; !slices.Equal(left, want) {
+			t.Errorf("index after cleaning = %q, want %q", left, want)
+		}
 	})
 }

@@ -14,7 +14,7 @@ import (
 // session belongs to another user than ARGV[8]. On a single server (KEYS[5]
 // given) it also removes the token's index entry, in the same step.
 //
-// KEYS: the session's, then the token's index part, optional. ARGV:
+// KEYS: the session's, then the session index, optional. ARGV:
 // sessionArgs, token, user, "1" to delete only a session of user. Answers
 // {NO_SESSION} (there was none, and whatever was left of one is gone),
 // {EXISTS} (another user's session, left alone) or {OK, login, seen or
@@ -41,7 +41,7 @@ type ended struct {
 func (s *store) endCall(now int64, token, onlyUser string) call {
 	keys := s.k.session(token).all()
 	if !s.cluster {
-		keys = append(keys, s.k.index(token))
+		keys = append(keys, s.k.index())
 	}
 	only := "0"
 	if onlyUser != "" {
@@ -96,7 +96,7 @@ func (s *store) unindexEnded(gone []ended) []call {
 	if len(pairs) == 0 {
 		return users
 	}
-	return append(s.unindexCalls(pairs), users...)
+	return append([]call{s.unindexCall(pairs)}, users...)
 }
 
 // Logout implements driver.Store: a script deletes the session's keys (and,

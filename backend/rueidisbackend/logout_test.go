@@ -19,87 +19,84 @@ import (
 // SetValue of the same token, then scans every node: the writes never
 // create a session, so nothing may be left: no session key, no entry in
 // the session index (not even one that cleaning would remove later), and
-// no user's index. Only the view counts stay. It runs with the shared sets
-// whole and split (see spreads).
+// no user's index. Only the view counts stay.
 func TestLogout_RacingWritesLeaveNoKeys(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg target) {
-		forEachSpread(t, func(t *testing.T, spread int) {
-			// miniredis runs each script in a new Lua interpreter, about
-			// 0.25 ms (1.5 ms under the race detector), so it gets fewer.
-			trials := 2000
-			if tg.name == "miniredis" {
-				trials = 200
-			}
-			clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
-			s, c, prefix := newStoreWith(t, tg, rueidisbackend.Options{Clock: clock, Spread: spread})
-			writes := []func(token string) error{
-				func(token string) error {
-					// The shop's refresh moves the login's coarse deadline (and,
-					// in a cluster, the index) only now and then; an item makes
-					// the cluster's second round trip happen every time.
-					_, ok, err := s.RefreshSession(bg, token, "item-x")
-					if err == nil && !ok {
-						err = retail.ErrNoSession
-					}
-					return err
-				},
-				func(token string) error { return s.AddToCart(bg, token, "item-x", 2) },
-				func(token string) error { _, err := s.IncrementCart(bg, token, "item-x", 1); return err },
-				func(token string) error { return s.SetValue(bg, token, "flash", []byte("x")) },
-			}
-			const batch = 32
-			var found, missed atomic.Int64 // writes that ran before and after their Logout
-			for b := 0; b < trials; b += batch {
-				tokens := make([]string, 0, batch)
-				for i := b; i < min(b+batch, trials); i++ {
-					token := fmt.Sprintf("race-%05d", i)
-					if created, err := s.StartSession(bg, token, fmt.Sprintf("user-%d", i%4)); !created || err != nil {
-						t.Fatalf("StartSession(%q) = %v, %v", token, created, err)
-					}
-					tokens = append(tokens, token)
+		// miniredis runs each script in a new Lua interpreter, about
+		// 0.25 ms (1.5 ms under the race detector), so it gets fewer.
+		trials := 2000
+		if tg.name == "miniredis" {
+			trials = 200
+		}
+		clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+		s, c, prefix := newStoreWith(t, tg, rueidisbackend.Options{Clock: clock})
+		writes := []func(token string) error{
+			func(token string) error {
+				// The shop's refresh moves the login's coarse deadline (and,
+				// in a cluster, the index) only now and then; an item makes
+				// the cluster's second round trip happen every time.
+				_, ok, err := s.RefreshSession(bg, token, "item-x")
+				if err == nil && !ok {
+					err = retail.ErrNoSession
 				}
-				if b/batch%2 == 1 {
-					// Half the batches race refreshes that move the login's
-					// coarse deadline and, in a cluster, write the index
-					// entry after the session script.
-					clock.Advance(retail.DefaultIdleTimeout/2 + time.Millisecond)
+				return err
+			},
+			func(token string) error { return s.AddToCart(bg, token, "item-x", 2) },
+			func(token string) error { _, err := s.IncrementCart(bg, token, "item-x", 1); return err },
+			func(token string) error { return s.SetValue(bg, token, "flash", []byte("x")) },
+		}
+		const batch = 32
+		var found, missed atomic.Int64 // writes that ran before and after their Logout
+		for b := 0; b < trials; b += batch {
+			tokens := make([]string, 0, batch)
+			for i := b; i < min(b+batch, trials); i++ {
+				token := fmt.Sprintf("race-%05d", i)
+				if created, err := s.StartSession(bg, token, fmt.Sprintf("user-%d", i%4)); !created || err != nil {
+					t.Fatalf("StartSession(%q) = %v, %v", token, created, err)
 				}
-				var wg sync.WaitGroup
-				start := make(chan struct{})
-				for _, token := range tokens {
+				tokens = append(tokens, token)
+			}
+			if b/batch%2 == 1 {
+				// Half the batches race refreshes that move the login's
+				// coarse deadline and, in a cluster, write the index
+				// entry after the session script.
+				clock.Advance(retail.DefaultIdleTimeout/2 + time.Millisecond)
+			}
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for _, token := range tokens {
+				wg.Go(func() {
+					<-start
+					if err := s.Logout(bg, token); err != nil {
+						t.Errorf("Logout(%q) = %v", token, err)
+					}
+				})
+				for _, write := range writes {
 					wg.Go(func() {
 						<-start
-						if err := s.Logout(bg, token); err != nil {
-							t.Errorf("Logout(%q) = %v", token, err)
+						switch err := write(token); {
+						case err == nil:
+							found.Add(1)
+						case errors.Is(err, retail.ErrNoSession):
+							missed.Add(1)
+						default:
+							t.Errorf("write racing Logout(%q) = %v", token, err)
 						}
 					})
-					for _, write := range writes {
-						wg.Go(func() {
-							<-start
-							switch err := write(token); {
-							case err == nil:
-								found.Add(1)
-							case errors.Is(err, retail.ErrNoSession):
-								missed.Add(1)
-							default:
-								t.Errorf("write racing Logout(%q) = %v", token, err)
-							}
-						})
-					}
-				}
-				close(start)
-				wg.Wait()
-				if t.Failed() {
-					return
 				}
 			}
-			t.Logf("%d writes ran before their Logout, %d after", found.Load(), missed.Load())
-			for _, k := range scanAll(t, c, prefix) {
-				if k != viewedKey(prefix, spread, "item-x") {
-					t.Errorf("key %q left after every session was logged out", k)
-				}
+			close(start)
+			wg.Wait()
+			if t.Failed() {
+				return
 			}
-		})
+		}
+		t.Logf("%d writes ran before their Logout, %d after", found.Load(), missed.Load())
+		for _, k := range scanAll(t, c, prefix) {
+			if k != viewedKey(prefix) {
+				t.Errorf("key %q left after every session was logged out", k)
+			}
+		}
 	})
 }
 

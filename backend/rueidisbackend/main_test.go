@@ -152,18 +152,6 @@ func forEachTarget(t *testing.T, f func(t *testing.T, tg target)) {
 	}
 }
 
-// spreads are the Options.Spread values the tests of the shared sets run
-// with: the single sets, and an odd number of parts, so that tokens and
-// items land in them unevenly.
-var spreads = []int{1, 7}
-
-// forEachSpread runs f as a subtest named after each of spreads.
-func forEachSpread(t *testing.T, f func(t *testing.T, spread int)) {
-	for _, n := range spreads {
-		t.Run(fmt.Sprintf("spread-%d", n), func(t *testing.T) { f(t, n) })
-	}
-}
-
 func TestNew_RejectsBadOptions(t *testing.T) {
 	c, _ := miniredisClient(t, rueidis.ClientOption{})
 	tests := []struct {
@@ -180,8 +168,6 @@ func TestNew_RejectsBadOptions(t *testing.T) {
 		{"negative IdleTimeout", c, rueidisbackend.Options{IdleTimeout: -time.Second}, "IdleTimeout"},
 		{"IdleTimeout below a millisecond", c, rueidisbackend.Options{IdleTimeout: time.Microsecond}, "IdleTimeout"},
 		{"Lifetime too long", c, rueidisbackend.Options{Lifetime: retail.MaxSessionTime + time.Millisecond}, "Lifetime"},
-		{"negative Spread", c, rueidisbackend.Options{Spread: -1}, "Spread"},
-		{"Spread too large", c, rueidisbackend.Options{Spread: rueidisbackend.MaxSpread + 1}, "Spread"},
 	}
 	for _, tt := range tests {
 		s, err := rueidisbackend.New(tt.client, tt.opts)

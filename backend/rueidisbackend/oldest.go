@@ -8,16 +8,12 @@ import (
 )
 
 // Each round of a cleaning pass starts by reading the oldest entries of
-// the session index: from the one index, or from every part of an index
-// that Options.Spread splits, merged into the order one index would give.
+// the session index.
 
-// indexEntry is an entry of the session index as a pass read it, with the
-// part it was read from, where the pass settles it.
+// indexEntry is an entry of the session index as a pass read it.
 type indexEntry struct {
 	token string
 	stamp string // as the index holds it, for the scripts to compare ("" if read without, see tokensOnly)
-	score float64
-	part  int
 }
 
 // oldest returns the entries a round of a pass works on, oldest first
@@ -29,89 +25,76 @@ func (s *store) oldest(ctx context.Context, keep, limit int, start float64, idle
 }
 
 // oldestCalls are the plain commands that read a round of a pass, all sent
-// in one round trip: for each part of the index, its size, its number of
-// idle-expired entries (stamps below idleBound) and its oldest entries
-// below the pass's start, at most limit, with their stamps unless
-// tokensOnly. The round takes as many entries as are idle-expired, or lie
-// beyond the newest keep, whichever is more, and at most limit (see
-// oldestFrom). On a single server with an index of one part, a last
-// command reads the newest entry the pass may take by the count, the reach
-// (see cleanOnServer), which is the keep+1-th from the top whatever the
-// index's size.
+// in one round trip: the index's size, its number of idle-expired entries
+// (stamps below idleBound) and its oldest entries below the pass's start,
+// at most limit, with their stamps unless tokensOnly. The round takes as
+// many entries as are idle-expired, or lie beyond the newest keep,
+// whichever is more, and at most limit (see oldestFrom). On a single
+// server, a last command reads the newest entry the pass may take by the
+// count, the reach (see cleanOnServer), which is the keep+1-th from the top
+// whatever the index's size.
 //
-// The commands may see the index at slightly different moments (and in a
-// cluster the parts live on different nodes); as the pass reads the
-// sessions after the index anyway, a count that a concurrent write makes
-// stale only changes how many the round removes, and the reach is the
-// keep+1-th newest entry of the moment it was read.
+// The commands may see the index at slightly different moments; as the
+// pass reads the sessions after the index anyway, a count that a
+// concurrent write makes stale only changes how many the round removes,
+// and the reach is the keep+1-th newest entry of the moment it was read.
 func (s *store) oldestCalls(keep, limit int, start float64, idleBound string) []call {
-	calls := make([]call, 0, 3*s.k.spread+1)
+	key := s.k.index()
 	below := "(" + formatStamp(start)
-	for _, key := range s.k.indexParts {
-		calls = append(calls,
-			call{cmd: s.c.B().Zcard().Key(key).Build()},
-			call{cmd: s.c.B().Zcount().Key(key).Min("-inf").Max("(" + idleBound).Build()})
-		if s.tokensOnly() {
-			calls = append(calls, call{cmd: s.c.B().Zrangebyscore().Key(key).Min("-inf").Max(below).Limit(0, int64(limit)).Build()})
-		} else {
-			calls = append(calls, call{cmd: s.c.B().Zrangebyscore().Key(key).Min("-inf").Max(below).Withscores().Limit(0, int64(limit)).Build()})
-		}
+	calls := []call{
+		{cmd: s.c.B().Zcard().Key(key).Build()},
+		{cmd: s.c.B().Zcount().Key(key).Min("-inf").Max("(" + idleBound).Build()},
 	}
 	if s.tokensOnly() {
 		top := itoa(-keep - 1)
-		calls = append(calls, call{cmd: s.c.B().Zrange().Key(s.k.indexPart(0)).Min(top).Max(top).Withscores().Build()})
+		return append(calls,
+			call{cmd: s.c.B().Zrangebyscore().Key(key).Min("-inf").Max(below).Limit(0, int64(limit)).Build()},
+			call{cmd: s.c.B().Zrange().Key(key).Min(top).Max(top).Withscores().Build()})
 	}
-	return calls
+	return append(calls, call{cmd: s.c.B().Zrangebyscore().Key(key).Min("-inf").Max(below).Withscores().Limit(0, int64(limit)).Build()})
 }
 
 // oldestFrom returns the entries of a round from the replies to its
-// oldestCalls, oldest first (merged from the parts in the order one index
-// would give), and their reach: for an index of one part on a single
-// server, the stamp of the newest entry the pass may take by the count
-// (+inf if keep is 0 and it may take every one, "" if it takes only
-// idle-expired ones);
+// oldestCalls, oldest first, and their reach: on a single server, the
+// stamp of the newest entry the pass may take by the count (+inf if keep
+// is 0 and it may take every one, "" if it takes only idle-expired ones);
 // otherwise the stamp of the newest entry read.
 func (s *store) oldestFrom(res []rueidis.RedisResult, keep, limit int) (entries []indexEntry, reach string, err error) {
-	var size, expired int64
-	parts := make([][]indexEntry, s.k.spread)
-	for p := range parts {
-		n, err1 := res[3*p].AsInt64()
-		e, err2 := res[3*p+1].AsInt64()
-		if err := cmp.Or(err1, err2); err != nil {
-			return nil, "", err
-		}
-		size, expired = size+n, expired+e
-		if s.tokensOnly() {
-			tokens, err := res[3*p+2].AsStrSlice()
-			if err != nil {
-				return nil, "", err
-			}
-			parts[p] = make([]indexEntry, len(tokens))
-			for i, t := range tokens {
-				parts[p][i] = indexEntry{token: t}
-			}
-			continue
-		}
-		zs, err := res[3*p+2].AsZScores()
+	size, err1 := res[0].AsInt64()
+	expired, err2 := res[1].AsInt64()
+	if err := cmp.Or(err1, err2); err != nil {
+		return nil, "", err
+	}
+	if s.tokensOnly() {
+		tokens, err := res[2].AsStrSlice()
 		if err != nil {
 			return nil, "", err
 		}
-		parts[p] = make([]indexEntry, len(zs))
+		entries = make([]indexEntry, len(tokens))
+		for i, t := range tokens {
+			entries[i] = indexEntry{token: t}
+		}
+	} else {
+		zs, err := res[2].AsZScores()
+		if err != nil {
+			return nil, "", err
+		}
+		entries = make([]indexEntry, len(zs))
 		for i, z := range zs {
 			// The stamps of the seen keys are formatted alike, so the
 			// scripts that compare them mostly find equal strings.
-			parts[p][i] = indexEntry{token: z.Member, stamp: formatStamp(z.Score), score: z.Score, part: p}
+			entries[i] = indexEntry{token: z.Member, stamp: formatStamp(z.Score)}
 		}
 	}
 	n := max(size-int64(keep), expired)
 	if n <= 0 {
 		return nil, "", nil
 	}
-	entries = mergeOldest(parts, int(min(n, int64(limit))))
+	entries = entries[:min(n, int64(limit), int64(len(entries)))]
 	if len(entries) == 0 {
 		return nil, "", nil
 	}
-	if len(res) == 3*s.k.spread {
+	if !s.tokensOnly() {
 		return entries, entries[len(entries)-1].stamp, nil
 	}
 	switch {
@@ -133,14 +116,6 @@ func (s *store) oldestFrom(res []rueidis.RedisResult, keep, limit int) (entries 
 }
 
 // tokensOnly reports whether a pass reads the index's tokens without their
-// stamps: on a single server with an index of one part, where cleanSettle
-// needs no stamps and no parts are merged, so the server formats no scores.
-func (s *store) tokensOnly() bool { return !s.cluster && s.k.spread == 1 }
-
-// mergeOldest merges the oldest entries of the index parts into the first
-// n of the order one sorted set would give: by stamp, then token.
-func mergeOldest(parts [][]indexEntry, n int) []indexEntry {
-	return mergeFirst(parts, n, func(a, b indexEntry) int {
-		return cmp.Or(cmp.Compare(a.score, b.score), cmp.Compare(a.token, b.token))
-	})
-}
+// stamps: on a single server, where cleanSettle needs no stamps, so the
+// server formats no scores.
+func (s *store) tokensOnly() bool { return !s.cluster }

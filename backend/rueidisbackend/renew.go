@@ -87,7 +87,7 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string) 
 	}
 	keys := nw.all()
 	if !s.cluster {
-		keys = append(keys, s.k.index(newToken))
+		keys = append(keys, s.k.index())
 	}
 	st, dropped, err := s.start(ctx, keys, args)
 	if err != nil || st != driver.OK {

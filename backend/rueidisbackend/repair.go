@@ -173,34 +173,21 @@ func (s *store) repairSessions(ctx context.Context, tokens []string) (int, error
 	if len(tokens) == 0 {
 		return 0, nil
 	}
-	// Each session's login and seen keys, and the scores of all in each
-	// part of the index.
-	calls := make([]call, 0, 2*len(tokens)+s.k.spread)
-	byPart := map[int][]int{} // part -> positions in tokens of its sessions
-	for i, t := range tokens {
+	// Each session's login and seen keys, and the scores of all in the
+	// index.
+	calls := make([]call, 0, 2*len(tokens)+1)
+	for _, t := range tokens {
 		ks := s.k.session(t)
 		calls = append(calls, call{cmd: s.c.B().Get().Key(ks.login).Build()}, call{cmd: s.c.B().Get().Key(ks.seen).Build()})
-		p := s.k.partOf(t)
-		byPart[p] = append(byPart[p], i)
 	}
-	parts := make([]int, 0, len(byPart))
-	for p, at := range byPart {
-		parts = append(parts, p)
-		calls = append(calls, s.scoresCall(s.k.indexPart(p), tokens, at))
-	}
+	calls = append(calls, call{cmd: s.c.B().Zmscore().Key(s.k.index()).Member(tokens...).Build()})
 	res := s.do(ctx, calls...)
-	indexed := make([]bool, len(tokens))
-	for j, p := range parts {
-		scores, err := res[2*len(tokens)+j].ToArray()
-		if err == nil && len(scores) != len(byPart[p]) {
-			err = errShortReply
-		}
-		if err != nil {
-			return 0, err
-		}
-		for k, i := range byPart[p] {
-			indexed[i] = !scores[k].IsNil()
-		}
+	scores, err := res[2*len(tokens)].ToArray()
+	if err == nil && len(scores) != len(tokens) {
+		err = errShortReply
+	}
+	if err != nil {
+		return 0, err
 	}
 	var errs []error
 	var fix []call
@@ -219,7 +206,7 @@ func (s *store) repairSessions(ctx context.Context, tokens []string) (int, error
 		if !okLogin || !okSeen || !parsed || !seenParsed {
 			continue // gone since the scan, or not a session of this layout
 		}
-		if !indexed[i] {
+		if scores[i].IsNil() {
 			fix = append(fix, s.indexCall(t, stamp))
 		}
 		// A user's index drops the sessions past their lifetime as soon
@@ -289,25 +276,12 @@ func optResult(r rueidis.RedisResult) (string, bool, error) {
 	return optString(m)
 }
 
-// removeStrays scans each part of the session index and removes, with
-// reindex, each entry older than strayGrace whose session has no login key,
-// unless it changed since the scan read it.
+// removeStrays scans the session index and removes, with reindex, each
+// entry older than strayGrace whose session has no login key, unless it
+// changed since the scan read it.
 func (s *store) removeStrays(ctx context.Context) (int, error) {
 	bound := float64(s.nowMs() - strayGrace.Milliseconds())
-	removed := 0
-	for p := range s.k.spread {
-		n, err := s.removeStraysOf(ctx, s.k.indexPart(p), bound)
-		removed += n
-		if err != nil {
-			return removed, err
-		}
-	}
-	return removed, nil
-}
-
-// removeStraysOf is removeStrays over one part of the index, index, for
-// entries with stamps below bound.
-func (s *store) removeStraysOf(ctx context.Context, index string, bound float64) (int, error) {
+	index := s.k.index()
 	removed := 0
 	var cursor uint64
 	for {

@@ -21,14 +21,10 @@ func TestRepair_MendsWhatACrashLeaves(t *testing.T) {
 	if tg.name != "cluster" {
 		t.Fatalf("the last target is %q, want the cluster", tg.name)
 	}
-	forEachSpread(t, func(t *testing.T, spread int) { testRepairMends(t, tg, spread) })
-}
-
-func testRepairMends(t *testing.T, tg target, spread int) {
 	clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
 	c, prefix := tg.client(t, rueidis.ClientOption{})
 	prefix += "glob*?[x]\\:" // SCAN's pattern characters must match themselves
-	s := mustNew(t, c, rueidisbackend.Options{Prefix: prefix, Clock: clock, Spread: spread})
+	s := mustNew(t, c, rueidisbackend.Options{Prefix: prefix, Clock: clock})
 	for _, tok := range []string{"a", "b", "c"} {
 		if created, err := s.StartSession(bg, tok, "user-"+tok); !created || err != nil {
 			t.Fatalf("StartSession(%q) = %v, %v", tok, created, err)
@@ -36,12 +32,12 @@ func testRepairMends(t *testing.T, tg target, spread int) {
 		clock.Advance(time.Millisecond)
 	}
 	id := retail.SessionID
-	index := func(token string) string { return indexKey(prefix, spread, id(token)) }
+	index := indexKey(prefix)
 	for _, cmd := range [][]string{
-		{"ZREM", index("a"), id("a")},                                                         // a: not indexed
-		{"ZREM", userKey(prefix, "user-b"), id("b")},                                          // b: not in its user's index
-		{"ZADD", index("ghost"), "1", id("ghost")},                                            // an old entry without a session
-		{"ZADD", index("young"), strconv.FormatInt(clock.Now().UnixMilli(), 10), id("young")}, // a young one: an update in flight
+		{"ZREM", index, id("a")},                                                     // a: not indexed
+		{"ZREM", userKey(prefix, "user-b"), id("b")},                                 // b: not in its user's index
+		{"ZADD", index, "1", id("ghost")},                                            // an old entry without a session
+		{"ZADD", index, strconv.FormatInt(clock.Now().UnixMilli(), 10), id("young")}, // a young one: an update in flight
 	} {
 		if err := c.Do(bg, c.B().Arbitrary(cmd[0]).Keys(cmd[1]).Args(cmd[2:]...).Build()).Error(); err != nil {
 			t.Fatal(err)
@@ -54,13 +50,9 @@ func testRepairMends(t *testing.T, tg target, spread int) {
 	if n, err := s.RepairSessions(bg); n != 3 || err != nil {
 		t.Errorf("RepairSessions() = %d, %v; want 3, nil", n, err)
 	}
-	var indexed []string
-	for _, part := range indexParts(prefix, spread) {
-		got, err := c.Do(bg, c.B().Zrange().Key(part).Min("0").Max("-1").Build()).AsStrSlice()
-		if err != nil {
-			t.Fatal(err)
-		}
-		indexed = append(indexed, got...)
+	indexed, err := c.Do(bg, c.B().Zrange().Key(index).Min("0").Max("-1").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
 	}
 	slices.Sort(indexed)
 	want := []string{id("a"), id("b"), id("c"), id("young")}
@@ -68,7 +60,7 @@ func testRepairMends(t *testing.T, tg target, spread int) {
 	if !slices.Equal(indexed, want) {
 		t.Errorf("index after repair = %q, want [a b c young]: the old stray removed, the young one left to meet its session", indexed)
 	}
-	if err := c.Do(bg, c.B().Zrem().Key(index("young")).Member(id("young")).Build()).Error(); err != nil {
+	if err := c.Do(bg, c.B().Zrem().Key(index).Member(id("young")).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.UserSessions(bg, "user-b"); err != nil || len(got) != 1 || got[0].ID != retail.SessionID("b") {
@@ -80,7 +72,7 @@ func testRepairMends(t *testing.T, tg target, spread int) {
 	if n, err := s.RepairSessions(bg); n != 0 || err != nil {
 		t.Errorf("second RepairSessions() = %d, %v; want 0, nil", n, err)
 	}
-	wantWholeKeyspace(t, s, c, prefix, spread)
+	wantWholeKeyspace(t, s, c, prefix)
 }
 
 // TestRepair_SingleServerHasNothingToRepair: on one server every call

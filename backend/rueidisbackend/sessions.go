@@ -47,7 +47,7 @@ func (s *store) CheckToken(ctx context.Context, token string) (string, bool, err
 // an expired one first, and fills it with the data RenewSession moves. On a
 // single server (KEYS 5 and 6 given) it also indexes the session.
 //
-// KEYS: the session's, then the token's index part and the user's index,
+// KEYS: the session's, then the session index and the user's index,
 // optional. ARGV: sessionArgs, token, login value, then three lists, each
 // its length first: recent items (oldest first), cart item-count pairs and
 // values key-value pairs. Answers {EXISTS} or {OK, the dropped session's login or
@@ -90,7 +90,7 @@ func (s *store) StartSession(ctx context.Context, token, user string) (driver.St
 	login := loginValue(createdField(stamp, now), now+s.idle, user)
 	keys := ks.all()
 	if !s.cluster {
-		keys = append(keys, s.k.index(token))
+		keys = append(keys, s.k.index())
 		if user != "" {
 			keys = append(keys, s.k.user(user))
 		}
@@ -149,8 +149,8 @@ func (s *store) unindexDropped(token, droppedLogin, user string) []call {
 // the index and view writes itself; in a cluster the caller does them once
 // the script has answered.
 //
-// KEYS: the session's, then the token's index part and the item's viewed
-// part, optional. ARGV: sessionArgs, token, item ("" for none), recent
+// KEYS: the session's, then the session index and the view counts,
+// optional. ARGV: sessionArgs, token, item ("" for none), recent
 // limit. Answers {NO_SESSION}; {OK, user, the login written, the
 // session's stamp} if it rewrote the login; or, commonly, just the user.
 var refreshSession = sessionScript(refreshBody)
@@ -202,7 +202,7 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 	if s.cluster {
 		keys = ks.all()
 	} else {
-		keys = ks.allWith(s.k.index(token))
+		keys = ks.allWith(s.k.index())
 	}
 	msg, err := s.runScript(ctx, s.batches.refresh, refreshSession, keys,
 		s.sessionArgs(now, seenValue(stamp, now), token, item, s.limit))
@@ -292,8 +292,8 @@ func refreshReply(msg rueidis.RedisMessage) (r refreshed, live bool, err error) 
 // server (KEYS 5 to 7 given) it also writes the view count, the user's
 // index and, when it writes the login, the index (as refreshSession).
 //
-// KEYS: the session's, then the token's index part, the item's viewed part
-// and the user's index, optional. ARGV: sessionArgs, token, user, item (""
+// KEYS: the session's, then the session index, the view counts and the
+// user's index, optional. ARGV: sessionArgs, token, user, item (""
 // for none), recent limit. Answers {1 if the session is new else 0, the
 // login written or nil, its created stamp, the login of the session
 // replaced or of the user replaced, or nil}, or just 0 if the session was
@@ -354,7 +354,7 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	if s.cluster {
 		keys = ks.all()
 	} else {
-		keys = ks.allWith(s.k.index(token), s.k.user(user))
+		keys = ks.allWith(s.k.index(), s.k.user(user))
 	}
 	args := s.sessionArgs(now, seenValue(stamp, now), token, user, item, s.limit)
 	var msg rueidis.RedisMessage
@@ -425,24 +425,8 @@ func (s *store) RecentItems(ctx context.Context, token string) ([]string, error)
 	return recentOf(seen), nil
 }
 
-// SessionCount implements driver.Store: the sum of the sizes of the index's
-// parts, read in one round trip.
+// SessionCount implements driver.Store: the size of the index.
 func (s *store) SessionCount(ctx context.Context) (int, error) {
-	if s.k.spread == 1 {
-		n, err := s.c.Do(ctx, s.c.B().Zcard().Key(s.k.indexPart(0)).Build()).AsInt64()
-		return int(n), err
-	}
-	calls := make([]call, s.k.spread)
-	for p := range calls {
-		calls[p] = call{cmd: s.c.B().Zcard().Key(s.k.indexPart(p)).Build()}
-	}
-	total := 0
-	for _, r := range s.do(ctx, calls...) {
-		n, err := r.AsInt64()
-		if err != nil {
-			return 0, err
-		}
-		total += int(n)
-	}
-	return total, nil
+	n, err := s.c.Do(ctx, s.c.B().Zcard().Key(s.k.index()).Build()).AsInt64()
+	return int(n), err
 }

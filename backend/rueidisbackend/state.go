@@ -491,7 +491,7 @@ func sessionScript(body string) *script {
 // layout is where the batched form of a session script finds each call's
 // KEYS and ARGV (see batchScript): the positions that hold the same value
 // in every call of a Store (the recent limit, and the index and view count
-// keys when the shared sets are not split), which a batch sends once,
+// keys), which a batch sends once,
 // ahead of the calls.
 type layout struct {
 	batched bool // false for the script that runs body once

@@ -45,7 +45,7 @@ func TestStampFloor_AgreesWithTheFloat(t *testing.T) {
 // need escaping and prefixes of several lengths.
 func TestSession_NamesEachKindsKey(t *testing.T) {
 	for _, prefix := range []string{"", "retail:", "a-much-longer:prefix:"} {
-		k := newKeys(prefix, 1)
+		k := newKeys(prefix)
 		for _, token := range []string{"t", "0123456789abcdef0123456789abcdef", "a}b%c", "}"} {
 			ks := k.session(token)
 			got := []string{ks.login, ks.seen, ks.cart, ks.values}

@@ -25,8 +25,6 @@ const (
 	// session it holds ended by the Store's clock: a memory safety net (see
 	// Options.TTLSlack).
 	DefaultTTLSlack = time.Minute
-	// MaxSpread is the largest Options.Spread.
-	MaxSpread = 1024
 )
 
 // Options configures a Store. The zero value is the book's configuration.
@@ -70,55 +68,6 @@ type Options struct {
 	// keys only if it is held for its Store-clock life plus TTLSlack of real
 	// time.
 	TTLSlack time.Duration
-
-	// Spread is the number of parts each of the two shared sets, the
-	// session index and the view counts, is split into; 1 if zero. It must
-	// be in 1..MaxSpread. Each part is a key with a hash tag of its own, so
-	// that the parts fall on different slots (and masters), and holds the
-	// tokens or items that a fixed hash of their name sends there (see the
-	// key layout in the package doc).
-	//
-	// With one part, every request of every shopper writes the same two
-	// keys, so in a cluster the one or two masters that hold them take
-	// those writes for all the others and run hot. Split, the writes of a
-	// request (CountView, the view and index writes of RefreshSession and
-	// UpdateToken, the index writes of StartSession, Logout and
-	// RenewSession) still touch one part each, chosen by the token or the
-	// item, and spread over the masters that hold the parts.
-	//
-	// The price is paid by the calls that read a whole set, which read
-	// every part, with commands or scripts for all the parts sent together:
-	// SessionCount and TopItems keep their one round trip and CleanSessions
-	// its round trips, while ItemRank takes two instead of one and
-	// RescaleViews up to three instead of one. Each round of CleanSessions reads up to its
-	// batch of oldest entries from every part, TopItems(n) up to n items
-	// from every part, and RescaleViews, when there are more than keep
-	// items, the first keep of every part; each merges what it read, so
-	// the answers are exactly those of one set. ItemRank matters most: the
-	// page cache (retail.CanCache, retail.PageCache) calls it for every item
-	// page it considers, and with several parts it costs two round trips
-	// and a small script on every part instead of one ZRANK. A RescaleViews
-	// that races views may keep a few more than keep items: those whose
-	// count rose past the last one kept between its read and its trim.
-	//
-	// On a single server spreading gains nothing and only adds that cost.
-	// In a cluster whose shared sets' masters are hot, a few times the
-	// number of masters (say 4 per master, so that the parts' slots fall
-	// evenly on them) spreads the writes well enough; more parts make the
-	// whole-set reads dearer for little gain.
-	//
-	// Every process that shares the data must use the same Spread, as the
-	// same Prefix: a Store with another Spread looks for a token or an item
-	// in another key. Changing Spread on existing data is not supported:
-	// what was written stays in the parts the old Spread chose, while the
-	// Store writes and looks in those the new one chooses. Counts and ranks
-	// then mix old and new entries (an item may hold a count in two parts,
-	// and be listed twice by TopItems); sessions indexed before the change
-	// may be neither counted nor cleaned, nor removed from the index by
-	// Logout, and only their keys' TTLs free them; and the parts beyond a
-	// smaller Spread are never read again. To change it, start on a new,
-	// empty Prefix.
-	Spread int
 
 	// TouchEvery is how often, at most, a session that only gets visits is
 	// written; see retail.TouchEvery for the default and what it changes.
@@ -201,8 +150,6 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 		return nil, &retail.InputError{Op: op, Arg: "RecentLimit", Reason: "negative"}
 	case opts.TTLSlack < 0:
 		return nil, &retail.InputError{Op: op, Arg: "TTLSlack", Reason: "negative"}
-	case opts.Spread < 0 || opts.Spread > MaxSpread:
-		return nil, &retail.InputError{Op: op, Arg: "Spread", Reason: "not in 1.." + itoa(MaxSpread)}
 	}
 	var err error
 	if opts.IdleTimeout, opts.Lifetime, err = retail.SessionTimes(op, opts.IdleTimeout, opts.Lifetime); err != nil {
@@ -226,12 +173,9 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 	if opts.TTLSlack == 0 {
 		opts.TTLSlack = DefaultTTLSlack
 	}
-	if opts.Spread == 0 {
-		opts.Spread = 1
-	}
 	d := &store{
 		c:        c,
-		k:        newKeys(opts.Prefix, opts.Spread),
+		k:        newKeys(opts.Prefix),
 		clock:    opts.Clock,
 		limit:    strconv.Itoa(opts.RecentLimit),
 		cacheTTL: opts.CacheTTL,
@@ -247,11 +191,8 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 		// KEYS and ARGV of each call, as RefreshSession, UpdateToken and
 		// writeCart build them on a single server.
 		// The recent limit is the same in every call, and so is the index
-		// key unless it is split.
-		var sets []common
-		if d.k.spread == 1 {
-			sets = []common{{5, d.k.indexPart(0)}}
-		}
+		// key.
+		sets := []common{{5, d.k.index()}}
 		d.batches.refresh = newBatcher(d, refreshBody, refreshSession, 5, 9, sets, []common{{9, d.limit}})
 		d.batches.update = newBatcher(d, updateBody, updateToken, 6, 10, sets, []common{{10, d.limit}})
 		d.batches.cart = newBatcher(d, cartBody, cartWrite, cartKeys, sessionArgCount+3, nil, nil)

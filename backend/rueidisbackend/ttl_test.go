@@ -13,11 +13,10 @@ import (
 // ttlRig is a Store on a miniredis whose server clock (which moves only
 // with FastForward) moves with the Store's.
 type ttlRig struct {
-	t      *testing.T
-	mr     *miniredis.Miniredis
-	clock  *retail.ManualClock
-	s      *rueidisbackend.Store
-	spread int // the Store's Options.Spread
+	t     *testing.T
+	mr    *miniredis.Miniredis
+	clock *retail.ManualClock
+	s     *rueidisbackend.Store
 }
 
 const (
@@ -25,15 +24,15 @@ const (
 	ttlLife = 3 * time.Hour
 )
 
-func newTTLRig(t *testing.T, spread int) *ttlRig {
+func newTTLRig(t *testing.T) *ttlRig {
 	mr := startMiniredis(t)
 	clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
 	s, err := rueidisbackend.New(miniredisClientOf(t, mr, rueidis.ClientOption{}),
-		rueidisbackend.Options{Clock: clock, IdleTimeout: ttlIdle, Lifetime: ttlLife, Spread: spread})
+		rueidisbackend.Options{Clock: clock, IdleTimeout: ttlIdle, Lifetime: ttlLife})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &ttlRig{t: t, mr: mr, clock: clock, s: s, spread: spread}
+	return &ttlRig{t: t, mr: mr, clock: clock, s: s}
 }
 
 // advance moves both clocks.
@@ -87,10 +86,7 @@ func (r *ttlRig) wantTTLs(token, user string, created, end time.Time) {
 // wantGone checks that no key of the Store is left but the shared sets.
 func (r *ttlRig) wantGone() {
 	r.t.Helper()
-	shared := map[string]bool{}
-	for _, k := range append(indexParts(rueidisbackend.DefaultPrefix, r.spread), viewedParts(rueidisbackend.DefaultPrefix, r.spread)...) {
-		shared[k] = true
-	}
+	shared := map[string]bool{indexKey(rueidisbackend.DefaultPrefix): true, viewedKey(rueidisbackend.DefaultPrefix): true}
 	for _, k := range r.mr.Keys() {
 		if !shared[k] {
 			r.t.Errorf("key %q outlived its TTL", k)
@@ -104,42 +100,40 @@ func (r *ttlRig) wantGone() {
 // timeout after the session ends by the Store's clock, that the session
 // ends by that clock and not by its keys, and that the keys are gone once
 // the TTLs have run out; the session index entry left behind goes with the
-// next cleaning pass. It runs with the shared sets whole and split.
+// next cleaning pass.
 func TestSessionKeys_TTLsFreeAnAbandonedSession(t *testing.T) {
-	forEachSpread(t, func(t *testing.T, spread int) {
-		r := newTTLRig(t, spread)
-		r.shop("abandoned", "alice")
-		created := r.clock.Now()
-		end := created.Add(ttlIdle)
-		r.wantTTLs("abandoned", "alice", created, end)
+	r := newTTLRig(t)
+	r.shop("abandoned", "alice")
+	created := r.clock.Now()
+	end := created.Add(ttlIdle)
+	r.wantTTLs("abandoned", "alice", created, end)
 
-		r.advance(ttlIdle - time.Millisecond)
-		if _, ok, err := r.s.CheckToken(bg, "abandoned"); !ok || err != nil {
-			t.Errorf("CheckToken 1ms before the idle timeout = %v, %v; want live", ok, err)
+	r.advance(ttlIdle - time.Millisecond)
+	if _, ok, err := r.s.CheckToken(bg, "abandoned"); !ok || err != nil {
+		t.Errorf("CheckToken 1ms before the idle timeout = %v, %v; want live", ok, err)
+	}
+	r.wantTTLs("abandoned", "alice", created, end)
+	r.advance(time.Millisecond)
+	if _, ok, err := r.s.CheckToken(bg, "abandoned"); ok || err != nil {
+		t.Errorf("CheckToken at the idle timeout = %v, %v; want a miss", ok, err)
+	}
+	for _, k := range sessionKeys(rueidisbackend.DefaultPrefix, retail.SessionID("abandoned")).all() {
+		if !r.mr.Exists(k) {
+			t.Errorf("key %q was gone when the session ended, want it kept for TTLSlack", k)
 		}
-		r.wantTTLs("abandoned", "alice", created, end)
-		r.advance(time.Millisecond)
-		if _, ok, err := r.s.CheckToken(bg, "abandoned"); ok || err != nil {
-			t.Errorf("CheckToken at the idle timeout = %v, %v; want a miss", ok, err)
-		}
-		for _, k := range sessionKeys(rueidisbackend.DefaultPrefix, retail.SessionID("abandoned")).all() {
-			if !r.mr.Exists(k) {
-				t.Errorf("key %q was gone when the session ended, want it kept for TTLSlack", k)
-			}
-		}
-		r.advance(rueidisbackend.DefaultTTLSlack + ttlIdle/2)
-		r.advance(ttlLife) // the user's index lives a lifetime
-		r.wantGone()
-		if n, err := r.s.SessionCount(bg); n != 1 || err != nil {
-			t.Errorf("SessionCount() after the keys expired = %d, %v; want 1 (the index entry, until cleaned)", n, err)
-		}
-		if n, err := r.s.CleanSessions(bg, 1_000_000, 100); n != 0 || err != nil {
-			t.Errorf("CleanSessions() = %d, %v; want 0 (the entry was no session any more)", n, err)
-		}
-		if n, err := r.s.SessionCount(bg); n != 0 || err != nil {
-			t.Errorf("SessionCount() after cleaning = %d, %v; want 0", n, err)
-		}
-	})
+	}
+	r.advance(rueidisbackend.DefaultTTLSlack + ttlIdle/2)
+	r.advance(ttlLife) // the user's index lives a lifetime
+	r.wantGone()
+	if n, err := r.s.SessionCount(bg); n != 1 || err != nil {
+		t.Errorf("SessionCount() after the keys expired = %d, %v; want 1 (the index entry, until cleaned)", n, err)
+	}
+	if n, err := r.s.CleanSessions(bg, 1_000_000, 100); n != 0 || err != nil {
+		t.Errorf("CleanSessions() = %d, %v; want 0 (the entry was no session any more)", n, err)
+	}
+	if n, err := r.s.SessionCount(bg); n != 0 || err != nil {
+		t.Errorf("SessionCount() after cleaning = %d, %v; want 0", n, err)
+	}
 }
 
 // TestSessionKeys_TTLsNeverEndALiveSession refreshes a session every 7
@@ -149,35 +143,33 @@ func TestSessionKeys_TTLsFreeAnAbandonedSession(t *testing.T) {
 // all its keys exist with TTLs in bounds; then that they go after its
 // lifetime.
 func TestSessionKeys_TTLsNeverEndALiveSession(t *testing.T) {
-	forEachSpread(t, func(t *testing.T, spread int) {
-		r := newTTLRig(t, spread)
-		r.shop("active", "bob")
-		created := r.clock.Now()
-		lastSeen := created
-		for step := 0; ; step++ {
-			end := lastSeen.Add(ttlIdle)
-			if life := created.Add(ttlLife); life.Before(end) {
-				end = life
-			}
-			if !r.clock.Now().Before(end) {
-				break
-			}
-			if _, ok, err := r.s.CheckToken(bg, "active"); !ok || err != nil {
-				t.Fatalf("step %d: CheckToken = %v, %v; want live until %v", step, ok, err, end)
-			}
-			r.wantTTLs("active", "bob", created, end)
-			r.advance(7 * time.Minute)
-			if r.clock.Now().Before(created.Add(ttlLife)) {
-				if _, ok, err := r.s.RefreshSession(bg, "active", ""); !ok || err != nil {
-					t.Fatalf("step %d: RefreshSession = %v, %v", step, ok, err)
-				}
-				lastSeen = r.clock.Now()
-			}
+	r := newTTLRig(t)
+	r.shop("active", "bob")
+	created := r.clock.Now()
+	lastSeen := created
+	for step := 0; ; step++ {
+		end := lastSeen.Add(ttlIdle)
+		if life := created.Add(ttlLife); life.Before(end) {
+			end = life
 		}
-		if _, ok, err := r.s.CheckToken(bg, "active"); ok || err != nil {
-			t.Errorf("CheckToken after the lifetime = %v, %v; want a miss", ok, err)
+		if !r.clock.Now().Before(end) {
+			break
 		}
-		r.advance(rueidisbackend.DefaultTTLSlack + ttlIdle/2)
-		r.wantGone()
-	})
+		if _, ok, err := r.s.CheckToken(bg, "active"); !ok || err != nil {
+			t.Fatalf("step %d: CheckToken = %v, %v; want live until %v", step, ok, err, end)
+		}
+		r.wantTTLs("active", "bob", created, end)
+		r.advance(7 * time.Minute)
+		if r.clock.Now().Before(created.Add(ttlLife)) {
+			if _, ok, err := r.s.RefreshSession(bg, "active", ""); !ok || err != nil {
+				t.Fatalf("step %d: RefreshSession = %v, %v", step, ok, err)
+			}
+			lastSeen = r.clock.Now()
+		}
+	}
+	if _, ok, err := r.s.CheckToken(bg, "active"); ok || err != nil {
+		t.Errorf("CheckToken after the lifetime = %v, %v; want a miss", ok, err)
+	}
+	r.advance(rueidisbackend.DefaultTTLSlack + ttlIdle/2)
+	r.wantGone()
 }

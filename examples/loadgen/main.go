@@ -5,7 +5,6 @@
 //	go run ./examples/loadgen                                 # memory, 10 s
 //	go run ./examples/loadgen -redis 127.0.0.1:6380           # one Redis
 //	go run ./examples/loadgen -redis 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003
-//	go run ./examples/loadgen -redis 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003 -spread 12
 //
 // Each of -users simulated users visits the shop again and again: it logs in
 // with a fresh session, views 1 to 10 items whose popularity follows a
@@ -16,14 +15,6 @@
 // (refreshing every item's row every 5 s) and the view rescaler (every
 // -rescale) run meanwhile. A progress line is printed every second, and at
 // the end a table and the store's counters (retail.Stats).
-//
-// With -redis, -spread N splits the session index and the view counts,
-// which every request writes, into N parts on slots of their own
-// (rueidisbackend.Options.Spread; 0, the default, means 1, the single
-// sets). On a cluster, compare a run with the default against one with a
-// few times the number of masters, say -spread 12 on 3 masters: the
-// shared sets' writes then spread over every master instead of one or two,
-// while cleaning, ranks, top items and rescales read every part.
 //
 // With -redis, loadgen only connects to loopback addresses, keeps its keys
 // under a prefix of its own and deletes them at the end (cached pages
@@ -50,7 +41,6 @@ import (
 	"time"
 
 	"github.com/retailkit/retail"
-	"github.com/retailkit/retail/backend/rueidisbackend"
 	"github.com/retailkit/retail/examples/internal/backends"
 )
 
@@ -79,7 +69,6 @@ type config struct {
 	keep     int
 	rescale  time.Duration
 	ceiling  string
-	spread   int
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -93,7 +82,6 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.keep, "keep", 100_000, "sessions the session cleaner keeps")
 	fs.DurationVar(&c.rescale, "rescale", 5*time.Second, "time between view rescales (the book's is 5m)")
 	fs.StringVar(&c.ceiling, "ceiling", "auto", "measure the redis-benchmark ceiling: auto (if on PATH and not port 6379), on, off")
-	fs.IntVar(&c.spread, "spread", 0, "with -redis: split the session index and the view counts into `N` parts (0 or 1: one set each; at most 1024)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -116,8 +104,6 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("-rescale must be positive")
 	case c.ceiling != "auto" && c.ceiling != "on" && c.ceiling != "off":
 		return c, errors.New("-ceiling must be auto, on or off")
-	case c.spread < 0 || c.spread > rueidisbackend.MaxSpread:
-		return c, fmt.Errorf("-spread must be in 0..%d", rueidisbackend.MaxSpread)
 	}
 	return c, nil
 }
@@ -134,7 +120,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// Keys of its own, deleted at the end: the server outlives the run.
 		prefix = fmt.Sprintf("retail-loadgen-%d:", time.Now().UnixNano())
 	}
-	store, backend, closeFn, err := backends.Open(cfg.redis, backends.Options{Prefix: prefix, Spread: cfg.spread, CheckAddr: checkLoopback})
+	store, backend, closeFn, err := backends.Open(cfg.redis, backends.Options{Prefix: prefix, CheckAddr: checkLoopback})
 	if err != nil {
 		return fmt.Errorf("-redis: %w", err)
 	}
@@ -142,11 +128,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(cfg.redis) > 0 {
 		backend += " " + strings.Join(cfg.redis, ",")
 	}
-	if len(cfg.redis) > 0 && cfg.spread > 1 {
-		backend += fmt.Sprintf(" backend, shared sets in %d parts", cfg.spread)
-	} else {
-		backend += " backend"
-	}
+	backend += " backend"
 
 	fmt.Fprintf(stdout, "loadgen: %s, %d users, %d items, %v (GOMAXPROCS %d)\n", backend, cfg.users, cfg.items, cfg.duration, runtime.GOMAXPROCS(0))
 	var out sync.Mutex

@@ -125,8 +125,6 @@ func TestParseFlags_RejectsOutOfRangeValues(t *testing.T) {
 		{"-keep", "0"},
 		{"-rescale", "-1s"},
 		{"-ceiling", "maybe"},
-		{"-spread", "-1"},
-		{"-spread", "1025"},
 		{"extra"},
 	} {
 		var out bytes.Buffer

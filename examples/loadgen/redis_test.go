@@ -14,8 +14,7 @@ import (
 // TestRun_RedisLeavesOnlyExpiringKeys runs loadgen on a private
 // redis-server and checks what it promises a server that outlives it: its
 // keys are under a prefix of its own, and at the end only cached pages,
-// which expire on their own, are left; with the shared sets whole and
-// split by -spread.
+// which expire on their own, are left.
 func TestRun_RedisLeavesOnlyExpiringKeys(t *testing.T) {
 	srv, err := redistest.StartServer()
 	if err != nil {
@@ -24,23 +23,12 @@ func TestRun_RedisLeavesOnlyExpiringKeys(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 	defer func(d time.Duration) { progressEvery = d }(progressEvery)
 	progressEvery = 100 * time.Millisecond
-	for _, spread := range []string{"0", "5"} {
-		t.Run("spread-"+spread, func(t *testing.T) { runLeavingOnlyExpiringKeys(t, srv, spread) })
-	}
-}
-
-// runLeavingOnlyExpiringKeys is one run of
-// TestRun_RedisLeavesOnlyExpiringKeys, with -spread spread.
-func runLeavingOnlyExpiringKeys(t *testing.T, srv *redistest.Server, spread string) {
 	var stdout, stderr bytes.Buffer
-	args := []string{"-redis", srv.Addr(), "-duration", "1s", "-users", "4", "-items", "100", "-rescale", "500ms", "-keep", "50", "-ceiling", "off", "-spread", spread}
+	args := []string{"-redis", srv.Addr(), "-duration", "1s", "-users", "4", "-items", "100", "-rescale", "500ms", "-keep", "50", "-ceiling", "off"}
 	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
 		t.Fatalf("run(%q) = %v; stderr:\n%s", args, err, stderr.String())
 	}
 	want := "Redis " + srv.Addr() + " backend,"
-	if spread != "0" {
-		want = "Redis " + srv.Addr() + " backend, shared sets in " + spread + " parts,"
-	}
 	if !strings.Contains(stdout.String(), want) {
 		t.Errorf("output lacks %q; output:\n%s", want, stdout.String())
 	}

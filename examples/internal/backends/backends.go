@@ -26,11 +26,6 @@ type Options struct {
 	// Prefix is put before every key; the backend's default if empty.
 	Prefix string
 
-	// Spread is the number of parts the shared sets (the session index and
-	// the view counts) are split into; 1 if zero (see
-	// rueidisbackend.Options.Spread).
-	Spread int
-
 	// CheckAddr, if not nil, vets every address: those given and, for a
 	// cluster, every node the server reports. Open fails with its error.
 	CheckAddr func(addr string) error
@@ -69,7 +64,6 @@ func Open(addrs []string, opts Options) (store retail.Store, name string, closeF
 	}
 	s, err := rueidisbackend.New(client, rueidisbackend.Options{
 		Prefix: opts.Prefix, Clock: opts.Clock, IdleTimeout: opts.IdleTimeout, Lifetime: opts.Lifetime,
-		Spread: opts.Spread,
 	})
 	if err != nil {
 		client.Close()
