@@ -74,7 +74,9 @@ func TestCleanSessions_RoundTrips(t *testing.T) {
 							t.Fatal(err)
 						}
 						clock.Advance(time.Millisecond)
-						if _, ok, err := s.RefreshSession(bg, token(i), ""); !ok || err != nil {
+						// A new item: the stamp is written, the index entry
+						// left behind (within TouchEvery).
+						if _, ok, err := s.RefreshSession(bg, token(i), "item"); !ok || err != nil {
 							t.Fatalf("RefreshSession(%d) = %v, %v; want true, nil", i, ok, err)
 						}
 						clock.Advance(time.Millisecond)
@@ -140,7 +142,7 @@ func TestCleanSettle_DeletesBelowTheBoundKeepsTheRest(t *testing.T) {
 				}
 			}
 			clock.Advance(time.Second)
-			if _, ok, err := s.RefreshSession(bg, "b", ""); !ok || err != nil {
+			if _, ok, err := s.RefreshSession(bg, "b", "item"); !ok || err != nil { // a new item: written
 				t.Fatalf("RefreshSession(b) = %v, %v", ok, err)
 			}
 			stamp := func(tok string) string {
@@ -263,7 +265,7 @@ func TestCleanSettle_KeepsASessionRefreshedAsThePassBegins(t *testing.T) {
 				t.Fatalf("StartSession(x) = %v, %v", ok, err)
 			}
 			clock.Advance(time.Second)
-			if _, ok, err := other.RefreshSession(bg, "x", ""); !ok || err != nil {
+			if _, ok, err := other.RefreshSession(bg, "x", "item"); !ok || err != nil { // a new item: written
 				t.Fatalf("RefreshSession(x) = %v, %v", ok, err)
 			}
 			got, err := rueidisbackend.Settle(cleaner, []string{"x"}, "+inf")

@@ -307,6 +307,9 @@ func TestKeys_SharedSetsLayout(t *testing.T) {
 		if err := s.UpdateToken(bg, tok, "user", "item-"+tok); err != nil {
 			t.Fatal(err)
 		}
+		if err := s.FlushViews(bg); err != nil { // views wait in the process until then
+			t.Fatal(err)
+		}
 		if _, err := mr.ZScore(indexKey(prefix), retail.SessionID(tok)); err != nil {
 			t.Errorf("token %q is not in %s: %v", tok, indexKey(prefix), err)
 		}
