@@ -100,8 +100,8 @@
 // minute by default) beyond the moment the entry ends by the Store's
 // clock, so that Redis frees what nobody reads or cleans again: a page
 // lives TTL plus slack; a session's keys live until its idle deadline or
-// lifetime, whichever comes first, plus the slack, plus at most half an
-// idle timeout (the login's deadline is moved only every half idle timeout,
+// lifetime, whichever comes first, plus the slack, plus at most
+// Options.TouchEvery (the login's deadline is moved only every TouchEvery,
 // see below); a user's index lives a lifetime plus the slack after its
 // newest entry, and drops entries older than a lifetime whenever one is
 // added. TTLs are durations measured by the server, so with a clock slower
@@ -122,9 +122,12 @@
 // read a value is served from process memory until the server reports that
 // the key changed. A session's login key is therefore written only when the
 // session starts, changes user, or needs its coarse idle deadline moved:
-// a refresh moves the deadline, to now plus the idle timeout, only once it
-// is less than half the idle timeout away, so a shopper's login is
-// rewritten at most once every 15 minutes with the default 30. The deadline
+// a refresh moves the deadline, to now plus the idle timeout, only once
+// Options.TouchEvery (a minute by default) has passed since the login was
+// written, so a shopper's login is rewritten at most once a minute. A
+// refresh within it that views no new item writes nothing at all and is
+// answered from the cached login and recent items, without a round trip;
+// Cart, Value and RecentItems read through the cache too. The deadline
 // is a lower bound of the real one (last-seen times only grow), so while it
 // lies ahead CheckToken answers from the cache alone; past it, CheckToken
 // reads the exact last-seen stamp from the server to decide.

@@ -31,7 +31,7 @@ func tag(s string) string {
 // The kinds of a session's keys, named in its keys:
 //   - login holds "CREATED DEADLINE USER" (see loginValue). It is written
 //     when the session starts, when its user changes, and when its coarse
-//     idle deadline needs moving (at most once every half idle timeout), so
+//     idle deadline needs moving (at most once every TouchEvery), so
 //     client-side caches of it stay valid across page views.
 //   - seen holds the last-seen stamp and the recently viewed items,
 //     written on every refresh; it lives apart from login so that

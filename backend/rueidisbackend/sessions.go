@@ -140,19 +140,19 @@ func (s *store) unindexDropped(token, droppedLogin, user string) []call {
 	return []call{s.unindexUserCall(l.user, []string{token, l.cstamp})}
 }
 
-// refreshSession refreshes a live session and views an item, writing
-// nothing if the session is not live. It rewrites the login only when its
-// coarse deadline is less than half an idle timeout away, and only then
-// writes the session's stamp to the index, so that most refreshes touch
-// neither a cached key nor the shared index (cleaning corrects index
-// entries that lag behind). On a single server (KEYS 5 and 6 given) it does
-// the index and view writes itself; in a cluster the caller does them once
-// the script has answered.
+// refreshSession refreshes a live session and puts an item first in its
+// recent items, writing nothing if the session is not live, or if its
+// login was written less than TouchEvery ago and there is no new item. It
+// rewrites the login only once TouchEvery has passed, and only then writes
+// the session's stamp to the index, so that most refreshes touch neither a
+// cached key nor the shared index (cleaning corrects index entries that lag
+// behind). On a single server (KEYS 5 given) it writes the index entry
+// itself; in a cluster the caller does once the script has answered.
 //
-// KEYS: the session's, then the session index and the view counts,
-// optional. ARGV: sessionArgs, token, item ("" for none), recent
-// limit. Answers {NO_SESSION}; {OK, user, the login written, the
-// session's stamp} if it rewrote the login; or, commonly, just the user.
+// KEYS: the session's, then the session index, optional. ARGV:
+// sessionArgs, token, item ("" for none), recent limit. Answers
+// {NO_SESSION}; {OK, user, the login written, the session's stamp} if it
+// rewrote the login; or, commonly, just the user.
 var refreshSession = sessionScript(refreshBody)
 
 const refreshBody = `
@@ -288,13 +288,14 @@ func refreshReply(msg rueidis.RedisMessage) (r refreshed, live bool, err error) 
 // new session. It writes the login only when the user changes, the session
 // is new or the coarse deadline needs moving, keeps the largest last-seen
 // stamp (so the stamp and the index agree whatever order concurrent updates
-// land in), and moves the item to the front of the recent items. On a single
-// server (KEYS 5 to 7 given) it also writes the view count, the user's
-// index and, when it writes the login, the index (as refreshSession).
+// land in), and moves the item to the front of the recent items (its view
+// is counted by the retail package). On a single server (KEYS 5 and 6
+// given) it also writes the user's index and, when it writes the login,
+// the index entry (as refreshSession).
 //
-// KEYS: the session's, then the session index, the view counts and the
-// user's index, optional. ARGV: sessionArgs, token, user, item (""
-// for none), recent limit. Answers {1 if the session is new else 0, the
+// KEYS: the session's, then the session index and the user's index,
+// optional. ARGV: sessionArgs, token, user, item ("" for none), recent
+// limit. Answers {1 if the session is new else 0, the
 // login written or nil, its created stamp, the login of the session
 // replaced or of the user replaced, or nil}, or just 0 if the session was
 // live and the login is left as it was.

@@ -23,14 +23,13 @@ import (
 //
 // DEADLINE is lastSeen + IdleTimeout as it was when login was last written:
 // a lower bound of the real idle deadline, since lastSeen only grows. A
-// refresh rewrites login only when DEADLINE is less than half the idle
-// timeout away, so CheckToken can answer from a cached login while DEADLINE
-// lies ahead and reads seen from the server only after.
+// refresh rewrites login only once TouchEvery has passed since it was
+// written (DEADLINE - IdleTimeout), so CheckToken can answer from a cached
+// login while DEADLINE lies ahead and reads seen from the server only after.
 //
 // Key TTLs follow from the same rule: a refresh that leaves DEADLINE alone
-// happens at least half an idle timeout before it, so the session cannot
-// outlive keyEnd = min(DEADLINE + IdleTimeout - IdleTimeout/2, created +
-// Lifetime). Every write sets the TTL of the keys it writes to keyEnd - now
+// happens within TouchEvery of the login's write, so the session cannot
+// outlive keyEnd = min(DEADLINE + TouchEvery, created + Lifetime). Every write sets the TTL of the keys it writes to keyEnd - now
 // + TTLSlack, and every rewrite of login moves keyEnd, so it sets that TTL
 // on all the session's keys.
 //
