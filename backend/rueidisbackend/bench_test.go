@@ -81,7 +81,7 @@ func BenchmarkMemoryPerSession(b *testing.B) {
 					part("seen", func(i int) rueidis.Completed { return c.B().Del().Key(sessionKey(prefix, "seen", i)).Build() }),
 					part("cart", func(i int) rueidis.Completed { return c.B().Del().Key(sessionKey(prefix, "cart", i)).Build() }),
 					part("index", func(i int) rueidis.Completed {
-						return c.B().Zrem().Key(prefix + "{sessions}:seen").Member(benchToken(i)).Build()
+						return c.B().Zrem().Key(prefix + "{sessions}:seen").Member(retail.SessionID(benchToken(i))).Build()
 					}),
 				})
 			}
@@ -124,7 +124,7 @@ func layoutClient(b *testing.B, db int) rueidis.Client {
 // sessionKey is the key of one kind of benchmark session i in the Store's
 // layout (see the package doc).
 func sessionKey(prefix, kind string, i int) string {
-	return prefix + kind + ":{" + benchToken(i) + "}"
+	return prefix + kind + ":{" + retail.SessionID(benchToken(i)) + "}"
 }
 
 // memoryPart is one part of the sessions that takeApart measures: the
