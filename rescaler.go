@@ -2,6 +2,7 @@ package retail
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 )
@@ -91,7 +92,16 @@ func NewViewRescaler(s Views, opts ViewRescalerOptions) (*ViewRescaler, error) {
 // [ErrClosed]. Other errors are logged, and the rescale is tried again
 // Every later. Rescalers in several processes sharing a Store take turns
 // (see ViewRescalerOptions.Clock): one rescale a period in all.
-func (r *ViewRescaler) Run(ctx context.Context) error {
+//
+// When ctx ends, Run stores the views the process has added up and not yet
+// stored (see [Views.FlushViews]), so that a process that shuts its workers
+// down loses none.
+func (r *ViewRescaler) Run(ctx context.Context) (err error) {
+	defer func() {
+		if err == nil {
+			err = r.flushViews(ctx)
+		}
+	}()
 	o := r.opts
 	done := int64(-1) // the turn this rescaler last rescaled in
 	for pause(ctx, o.Every) {
@@ -110,6 +120,17 @@ func (r *ViewRescaler) Run(ctx context.Context) error {
 		if err != nil {
 			logError(ctx, o.Logger, "ViewRescaler", "retail: rescaling views failed; retrying later", err)
 		}
+	}
+	return nil
+}
+
+// flushViews stores the process's views as Run returns, with a context of
+// its own: Run's has ended. A closed Store has nothing to flush.
+func (r *ViewRescaler) flushViews(ctx context.Context) error {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+	defer cancel()
+	if err := r.views.FlushViews(fctx); err != nil && !errors.Is(err, ErrClosed) {
+		logError(ctx, r.opts.Logger, "ViewRescaler", "retail: storing the views left failed", err)
 	}
 	return nil
 }

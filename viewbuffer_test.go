@@ -1,6 +1,7 @@
 package retail_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -114,5 +115,26 @@ func TestStore_FailedFlushKeepsTheViews(t *testing.T) {
 	}
 	if n := s.Stats().ViewFlushFailures; n != 1 {
 		t.Errorf("Stats().ViewFlushFailures = %d, want 1", n)
+	}
+}
+
+// A ViewRescaler that stops stores the views its process added up.
+func TestViewRescaler_StoresTheViewsLeftWhenItStops(t *testing.T) {
+	d := &fakeDriver{}
+	s := retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: time.Hour})
+	if err := s.CountView(t.Context(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := retail.NewViewRescaler(s, retail.ViewRescalerOptions{Every: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := r.Run(ctx); err != nil {
+		t.Fatalf("Run() = %v, want nil", err)
+	}
+	if diff := cmp.Diff([]string{`CountViews("a"×1)`}, d.recorded()); diff != "" {
+		t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
 	}
 }
