@@ -492,6 +492,10 @@ func stallProbes() []probe {
 			err := sub.s.Logout(ctx, tok(k))
 			return func() error { return wantNoSession(sub.s, tok(k)) }, err
 		}},
+		{"EndSession", startSession, func(ctx context.Context, sub *subject, k string, _ bool) (func() error, error) {
+			err := sub.s.EndSession(ctx, retail.SessionID(tok(k)))
+			return func() error { return wantNoSession(sub.s, tok(k)) }, err
+		}},
 		{"UserSessions", startSession, func(ctx context.Context, sub *subject, k string, _ bool) (func() error, error) {
 			list, err := sub.s.UserSessions(ctx, usr(k))
 			return errorf(len(list) != 1 || list[0].User != usr(k), "UserSessions = %v; want one session of %s", list, usr(k)), err
@@ -650,6 +654,10 @@ func stallProbes() []probe {
 		}},
 		{"CountView", nil, func(ctx context.Context, sub *subject, k string, _ bool) (func() error, error) {
 			err := sub.s.CountView(ctx, itm(k))
+			return func() error { return wantRanked(sub.s, itm(k)) }, err
+		}},
+		{"FlushViews", countView, func(ctx context.Context, sub *subject, k string, _ bool) (func() error, error) {
+			err := sub.s.FlushViews(ctx)
 			return func() error { return wantRanked(sub.s, itm(k)) }, err
 		}},
 		{"ItemRank", countView, func(ctx context.Context, sub *subject, k string, _ bool) (func() error, error) {
