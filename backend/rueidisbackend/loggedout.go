@@ -88,9 +88,9 @@ func (s *store) revokedLogin(ctx context.Context, token, user string, created in
 	return true, s.Logout(ctx, token)
 }
 
-// loggedOutAt reads the instant of user's last LogoutUser from the server,
-// not the cache: ok is false if there is none.
-func (s *store) loggedOutAt(r rueidis.RedisResult) (at int64, ok bool, err error) {
+// loggedOutAt parses a reply to GET of a user's loggedout key (read from the
+// server by its callers, not the cache): ok is false if there is none.
+func loggedOutAt(r rueidis.RedisResult) (at int64, ok bool, err error) {
 	v, err := r.ToString()
 	if rueidis.IsRedisNil(err) {
 		return 0, false, nil

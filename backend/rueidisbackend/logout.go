@@ -131,7 +131,7 @@ func (s *store) UserSessions(ctx context.Context, user string) ([]driver.Session
 	if err != nil || len(entries) == 0 {
 		return nil, err
 	}
-	outAt, loggedOut, err := s.loggedOutAt(res[1])
+	outAt, loggedOut, err := loggedOutAt(res[1])
 	if err != nil {
 		return nil, err
 	}

@@ -132,7 +132,7 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string) 
 		return 0, err
 	}
 	if ok && l.user != "" {
-		at, out, err := s.loggedOutAt(res[1])
+		at, out, err := loggedOutAt(res[1])
 		if err != nil {
 			return 0, err
 		}
