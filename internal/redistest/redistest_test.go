@@ -341,3 +341,23 @@ func TestSkipSummary_CountsSkipsAndNamesReasons(t *testing.T) {
 		}
 	}
 }
+
+func TestServer_CommandCallsCountsWhatRan(t *testing.T) {
+	s := startServer(t)
+	before, err := s.CommandCalls()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := do(s.Addr(), time.Second, "SET", "k", "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := s.CommandCalls()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := after - before - 1; n != 5 {
+		t.Errorf("CommandCalls() moved by %d (less the first INFO) over 5 SETs, want 5", n)
+	}
+}

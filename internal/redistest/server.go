@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -89,4 +90,32 @@ func ping(addr string) error {
 		return fmt.Errorf("PING = %q, want PONG", reply)
 	}
 	return nil
+}
+
+// CommandCalls returns how many commands the server has run, by INFO
+// commandstats: a test counts what a call costs the server as the
+// difference of two readings, less 1 for the INFO of the first reading,
+// which the second counts.
+func (s *Server) CommandCalls() (int, error) {
+	info, err := do(s.addr, 5*time.Second, "INFO", "commandstats")
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, line := range strings.Split(info, "\n") {
+		if !strings.HasPrefix(line, "cmdstat_") {
+			continue
+		}
+		_, fields, _ := strings.Cut(line, ":")
+		for _, f := range strings.Split(strings.TrimSpace(fields), ",") {
+			if v, ok := strings.CutPrefix(f, "calls="); ok {
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					return 0, fmt.Errorf("redistest: INFO commandstats: %q: %w", line, err)
+				}
+				total += n
+			}
+		}
+	}
+	return total, nil
 }
