@@ -98,59 +98,50 @@ func raceLogout(h *harness, t *testing.T, racer logoutRacer) {
 	if err != nil {
 		t.Fatalf("SessionCount() = %v, want nil error", err)
 	}
-	began := time.Now()
-	trials := 0
-	for b := 0; b < logoutTrials && !t.Failed() && time.Since(began) < logoutBudget; b += logoutBatch {
-		last := min(b+logoutBatch, logoutTrials) - 1
-		var wg sync.WaitGroup
-		for i := b; i <= last; i++ {
-			token := fmt.Sprintf("%s-%05d", racer.name, i)
-			wg.Go(func() {
-				if created, err := s.StartSession(ctx, token, user); err != nil || !created {
-					t.Errorf("StartSession(%q, %q) = %v, %v, want true, nil", token, user, created, err)
-					return
-				}
-				var (
-					race               sync.WaitGroup
-					ready              = make(chan struct{})
-					found              bool
-					logoutErr, raceErr error
-				)
-				race.Go(func() {
-					<-ready
-					logoutErr = s.Logout(ctx, token)
-				})
-				race.Go(func() {
-					<-ready
-					found, raceErr = racer.call(ctx, s, token)
-				})
-				close(ready)
-				race.Wait()
-				if logoutErr != nil || raceErr != nil {
-					t.Errorf("Logout(%q) = %v and concurrent %s(%q) = %v, want nil and nil or ErrNoSession",
-						token, logoutErr, racer.name, token, raceErr)
-					return
-				}
-				if !found {
-					after.Add(1)
-				}
-				left, err := leftOf(ctx, s, token)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if left != "" {
-					resurrected.Add(1)
-					mu.Lock()
-					if example == "" {
-						example = fmt.Sprintf("%s (%s found the session: %v)", left, racer.name, found)
-					}
-					mu.Unlock()
-				}
-			})
+	trials := inBatches(t, func(i int) {
+		token := fmt.Sprintf("%s-%05d", racer.name, i)
+		if created, err := s.StartSession(ctx, token, user); err != nil || !created {
+			t.Errorf("StartSession(%q, %q) = %v, %v, want true, nil", token, user, created, err)
+			return
 		}
-		wg.Wait()
-		trials = last + 1
+		var (
+			race               sync.WaitGroup
+			ready              = make(chan struct{})
+			found              bool
+			logoutErr, raceErr error
+		)
+		race.Go(func() {
+			<-ready
+			logoutErr = s.Logout(ctx, token)
+		})
+		race.Go(func() {
+			<-ready
+			found, raceErr = racer.call(ctx, s, token)
+		})
+		close(ready)
+		race.Wait()
+		if logoutErr != nil || raceErr != nil {
+			t.Errorf("Logout(%q) = %v and concurrent %s(%q) = %v, want nil and nil or ErrNoSession",
+				token, logoutErr, racer.name, token, raceErr)
+			return
+		}
+		if !found {
+			after.Add(1)
+		}
+		left, err := leftOf(ctx, s, token)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if left != "" {
+			resurrected.Add(1)
+			mu.Lock()
+			if example == "" {
+				example = fmt.Sprintf("%s (%s found the session: %v)", left, racer.name, found)
+			}
+			mu.Unlock()
+		}
+	}, func(b, last int) {
 		n, err := s.SessionCount(ctx)
 		if err != nil {
 			t.Fatalf("SessionCount() = %v, want nil error", err)
@@ -176,7 +167,7 @@ func raceLogout(h *harness, t *testing.T, racer logoutRacer) {
 			}
 		}
 		held = n2
-	}
+	})
 	if r := resurrected.Load(); r != 0 || leftBehind != 0 {
 		if example != "" {
 			example = "; the first: " + example
@@ -190,6 +181,29 @@ func raceLogout(h *harness, t *testing.T, racer logoutRacer) {
 	if after.Load() == 0 {
 		t.Logf("%s never ran after a Logout in %d trials: this run could not see the race", racer.name, trials)
 	}
+}
+
+// inBatches runs trial(i) for i = 0, 1, ..., logoutBatch at a time, each
+// on a goroutine of its own, until logoutTrials have run, the test has
+// failed or logoutBudget has passed. After each batch it calls afterBatch,
+// if not nil, on the test's goroutine with the batch's first and last
+// trial. It returns how many trials ran.
+func inBatches(t *testing.T, trial func(i int), afterBatch func(first, last int)) int {
+	began := time.Now()
+	trials := 0
+	for b := 0; b < logoutTrials && !t.Failed() && time.Since(began) < logoutBudget; b += logoutBatch {
+		last := min(b+logoutBatch, logoutTrials) - 1
+		var wg sync.WaitGroup
+		for i := b; i <= last; i++ {
+			wg.Go(func() { trial(i) })
+		}
+		wg.Wait()
+		trials = last + 1
+		if afterBatch != nil {
+			afterBatch(b, last)
+		}
+	}
+	return trials
 }
 
 // leftOf describes what token still has after its Logout, or returns "".

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/retailkit/retail"
 )
@@ -72,81 +71,71 @@ func raceLogoutUser(h *harness, racer logoutUserRacer) {
 		mu        sync.Mutex
 		example   string
 	)
-	began := time.Now()
-	trials := 0
-	for b := 0; b < logoutTrials && !t.Failed() && time.Since(began) < logoutBudget; b += logoutBatch {
-		last := min(b+logoutBatch, logoutTrials) - 1
-		var wg sync.WaitGroup
-		for i := b; i <= last; i++ {
-			user := fmt.Sprintf("everywhere-%05d", i)
-			token, newToken := fmt.Sprintf("lu-old-%05d", i), fmt.Sprintf("lu-new-%05d", i)
-			wg.Go(func() {
-				owner := user
-				if racer.guest {
-					owner = ""
-				}
-				if created, err := s.StartSession(ctx, token, owner); err != nil || !created {
-					t.Errorf("StartSession(%q, %q) = %v, %v, want true, nil", token, owner, created, err)
-					return
-				}
-				if err := s.AddToCart(ctx, token, "item-x", 1); err != nil {
-					t.Errorf("AddToCart(%q) = %v, want nil", token, err)
-					return
-				}
-				var (
-					race            sync.WaitGroup
-					ready           = make(chan struct{})
-					logoutErr, rErr error
-				)
-				race.Go(func() {
-					<-ready
-					_, logoutErr = s.LogoutUser(ctx, user)
-				})
-				race.Go(func() {
-					<-ready
-					rErr = racer.call(ctx, s, token, newToken, user)
-				})
-				close(ready)
-				race.Wait()
-				if logoutErr != nil || rErr != nil {
-					t.Errorf("LogoutUser(%q) = %v and concurrent %s = %v, want nil and nil", user, logoutErr, racer.name, rErr)
-					return
-				}
-				var left []string
-				for _, tok := range []string{token, newToken} {
-					if racer.guest && tok == token {
-						continue // the guest's session is not the user's; the renewal moved it anyway
-					}
-					l, err := leftOf(ctx, s, tok)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if l != "" {
-						left = append(left, l)
-					}
-				}
-				infos, err := s.UserSessions(ctx, user)
-				if err != nil {
-					t.Errorf("UserSessions(%q) = %v, want nil error", user, err)
-					return
-				}
-				if len(infos) != 0 {
-					left = append(left, fmt.Sprintf("UserSessions(%q) lists %d sessions, want none", user, len(infos)))
-				}
-				if len(left) != 0 {
-					survived.Add(1)
-					mu.Lock()
-					if example == "" {
-						example = strings.Join(left, "; ")
-					}
-					mu.Unlock()
-				}
-			})
+	trials := inBatches(t, func(i int) {
+		user := fmt.Sprintf("everywhere-%05d", i)
+		token, newToken := fmt.Sprintf("lu-old-%05d", i), fmt.Sprintf("lu-new-%05d", i)
+		owner := user
+		if racer.guest {
+			owner = ""
 		}
-		wg.Wait()
-		trials = last + 1
-	}
+		if created, err := s.StartSession(ctx, token, owner); err != nil || !created {
+			t.Errorf("StartSession(%q, %q) = %v, %v, want true, nil", token, owner, created, err)
+			return
+		}
+		if err := s.AddToCart(ctx, token, "item-x", 1); err != nil {
+			t.Errorf("AddToCart(%q) = %v, want nil", token, err)
+			return
+		}
+		var (
+			race            sync.WaitGroup
+			ready           = make(chan struct{})
+			logoutErr, rErr error
+		)
+		race.Go(func() {
+			<-ready
+			_, logoutErr = s.LogoutUser(ctx, user)
+		})
+		race.Go(func() {
+			<-ready
+			rErr = racer.call(ctx, s, token, newToken, user)
+		})
+		close(ready)
+		race.Wait()
+		if logoutErr != nil || rErr != nil {
+			t.Errorf("LogoutUser(%q) = %v and concurrent %s = %v, want nil and nil", user, logoutErr, racer.name, rErr)
+			return
+		}
+		var left []string
+		for _, tok := range []string{token, newToken} {
+			if racer.guest && tok == token {
+				continue // the guest's session is not the user's; the renewal moved it anyway
+			}
+			l, err := leftOf(ctx, s, tok)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if l != "" {
+				left = append(left, l)
+			}
+		}
+		infos, err := s.UserSessions(ctx, user)
+		if err != nil {
+			t.Errorf("UserSessions(%q) = %v, want nil error", user, err)
+			return
+		}
+		if len(infos) != 0 {
+			left = append(left, fmt.Sprintf("UserSessions(%q) lists %d sessions, want none", user, len(infos)))
+		}
+		if len(left) != 0 {
+			survived.Add(1)
+			mu.Lock()
+			if example == "" {
+				example = strings.Join(left, "; ")
+			}
+			mu.Unlock()
+		}
+	}, nil)
 	if n := survived.Load(); n != 0 {
 		t.Errorf("LogoutUser did not hold against a concurrent %s: %d of %d trials left the user a session (0 allowed); the first: %s",
 			racer.name, n, trials, example)
