@@ -11,24 +11,20 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// In a cluster the session index and the view counts live on slots of
-// their own, usually on another node than a session's keys. While the node
-// that holds them is unreachable (it failed and its replica is not yet
-// promoted, say), a request whose own session's node answers still checks
-// and refreshes its session: RefreshSession and UpdateToken keep the index
-// entries and views they could not write in a bounded buffer, report
-// success, and send the buffer with the next call that writes or reads
-// those slots (a view, an update, ItemRank, TopItems).
+// In a cluster the session index lives on a slot of its own, usually on
+// another node than a session's keys. While the node that holds it is
+// unreachable (it failed and its replica is not yet promoted, say), a
+// request whose own session's node answers still checks and refreshes its
+// session: RefreshSession and UpdateToken keep the index entries they could
+// not write in a bounded buffer (at most maxDeferred tokens), report
+// success, and send the buffer with the next call that writes the index (an
+// update, a refresh that moves its entry, RepairSessions). (Item views wait
+// in the process anyway and are retried by the retail package.)
 //
-// What can be lost: the views buffered in a process that stops before the
-// node is back, views of items beyond the buffer's bound of maxDeferred
-// distinct items, and the views the failed node held that its replica had
-// not received yet (Redis replicates asynchronously). A view whose reply
-// was lost with the node may have been applied, and is then counted twice
-// once the buffer is sent. Index entries are only ever raised or created,
-// so a late or repeated one is harmless: an entry without a session is a
-// stray that cleaning removes, and a session whose entry lags is moved up
-// by cleaning (see cleaning.go).
+// Index entries are only ever raised or created, so a late or repeated one
+// is harmless: an entry without a session is a stray that cleaning
+// removes, and a session whose entry lags, or was lost, is moved up or
+// indexed again by cleaning and RepairSessions (see cleaning.go).
 const maxDeferred = 100_000
 
 // retryAfter is how long the buffer waits to be sent again after a send of

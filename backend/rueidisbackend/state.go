@@ -185,13 +185,6 @@ func (s *store) liveSession(ctx context.Context, token string, ks sessionKeys) (
 	return !out && err == nil, err
 }
 
-// liveFrom reports whether the replies to GET login and GET seen describe
-// a live session.
-func (s *store) liveFrom(login, seen rueidis.RedisResult) (bool, error) {
-	info, ok, err := s.infoFrom(login, seen)
-	return ok && s.live(s.nowMs(), info.created, info.lastSeen), err
-}
-
 // sessionInfo is a session's state as its login and seen keys hold it.
 type sessionInfo struct {
 	user              string

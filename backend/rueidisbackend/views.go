@@ -31,7 +31,7 @@ func (s *store) CountViews(ctx context.Context, views []driver.ItemViews) error 
 // ItemRank implements driver.Store. Counts change on every view, so ranks
 // are read from the server.
 func (s *store) ItemRank(ctx context.Context, item string) (int, bool, error) {
-	rank, err := s.withDeferred(ctx, call{cmd: s.c.B().Zrank().Key(s.k.viewed()).Member(item).Build()})[0].AsInt64()
+	rank, err := s.do(ctx, call{cmd: s.c.B().Zrank().Key(s.k.viewed()).Member(item).Build()})[0].AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return 0, false, nil
 	}
@@ -46,7 +46,7 @@ func (s *store) TopItems(ctx context.Context, n int) ([]driver.ItemViews, error)
 	if n == 0 {
 		return []driver.ItemViews{}, nil // ZRANGE 0 -1 would be everything
 	}
-	zs, err := s.withDeferred(ctx, call{cmd: s.c.B().Zrange().Key(s.k.viewed()).Min("0").Max(itoa(n - 1)).Withscores().Build()})[0].AsZScores()
+	zs, err := s.do(ctx, call{cmd: s.c.B().Zrange().Key(s.k.viewed()).Min("0").Max(itoa(n - 1)).Withscores().Build()})[0].AsZScores()
 	if err != nil {
 		return nil, err
 	}
@@ -72,6 +72,6 @@ return 1
 
 // RescaleViews implements driver.Store: one script.
 func (s *store) RescaleViews(ctx context.Context, keep int, factor float64) error {
-	return s.withDeferred(ctx, s.scriptCall(rescaleViews, []string{s.k.viewed()},
+	return s.do(ctx, s.scriptCall(rescaleViews, []string{s.k.viewed()},
 		[]string{itoa(keep), strconv.FormatFloat(factor, 'g', -1, 64)}))[0].Error()
 }
