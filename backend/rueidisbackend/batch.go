@@ -9,44 +9,66 @@ import (
 )
 
 // On a single server, the session scripts that every request runs
-// (refreshSession, updateToken, cartWrite) are group-committed: calls that
+// (refresh.lua, update.lua, cart.lua) are group-committed: calls that
 // arrive while maxInFlight batches of the same script are on their way
-// wait, and go out together as one call of the script's batched form (see
-// batchScript), which runs the script for each in turn as one atomic step.
-// Under load this replaces many small script calls by few large ones,
-// saving the server the fixed cost of each call (parsing, the script
-// lookup, the shared arguments) and the client a command per call; a lone
-// caller is sent at once, in a batch of one. Each call still gets its own
-// answer, exactly as the script alone would give it: batching changes when
-// a call reaches the server, never what it does there. In a cluster the
-// sessions of a batch would live on different slots, so calls go one by
-// one.
+// wait, and go out together as one call of the script, which takes any
+// number of calls and runs them in turn as one atomic step. Under load
+// this replaces many small script calls by few large ones, saving the
+// server the fixed cost of each call (parsing, the script lookup, the
+// shared arguments) and the client a command per call; a lone caller is
+// sent at once, in a batch of one. Each call still gets its own answer,
+// exactly as the script alone would give it: batching changes when a call
+// reaches the server, never what it does there. In a cluster the sessions
+// of a batch would live on different slots, so calls go one by one.
 const (
 	maxInFlight = 2   // batches of one script on their way at once
 	maxBatch    = 256 // calls in one batch
 )
 
-// batcher group-commits the calls of one session script.
+// batchCall is a call of a script that takes many: its KEYS are shared
+// (the same in every call of a Store), then the call's own; its ARGV are
+// head (the same in every call but for the clock's ms, which comes first),
+// then the call's own.
+type batchCall struct{ shared, head, keys, args []string }
+
+// batcher group-commits the calls of one script.
 type batcher struct {
-	s      *store
-	one    *script // the script, for a batch of one
-	many   *script // its batched form
-	nk, na int     // KEYS and ARGV a call takes
-	// lay holds the values every call of the Store passes at some
-	// positions, which a batch sends once; a call that passes others is
-	// sent on its own.
-	lay     layout
+	s       *store
+	sc      *script
 	mu      sync.Mutex
 	queue   []*pending
 	sending int // batches on their way
 }
 
+func newBatcher(s *store, sc *script) *batcher { return &batcher{s: s, sc: sc} }
+
+// runBatched runs c, a call of sc, and returns its answer: through b, the
+// script's batcher, if it has one (on a single server), else alone.
+func (s *store) runBatched(ctx context.Context, b *batcher, sc *script, c batchCall) (rueidis.RedisMessage, error) {
+	if b != nil {
+		return b.do(ctx, c)
+	}
+	replies, err := s.do(ctx, s.scriptCall(sc, concat(c.shared, c.keys), concat(c.head, c.args)))[0].ToArray()
+	if err == nil && len(replies) != 1 {
+		err = errShortReply
+	}
+	if err != nil {
+		return rueidis.RedisMessage{}, err
+	}
+	return replies[0], nil
+}
+
+// concat returns a followed by b, in a new slice.
+func concat(a, b []string) []string {
+	return append(append(make([]string, 0, len(a)+len(b)), a...), b...)
+}
+
 // pending is a call waiting for its answer.
 type pending struct {
-	keys, args []string
-	done       chan struct{} // closed once reply and err are set
-	reply      rueidis.RedisMessage
-	err        error
+	call  batchCall
+	done  chan struct{} // closed once reply and err are set
+	reply rueidis.RedisMessage
+	err   error
 	// Under the batcher's mu: left is whether the caller gave up waiting
 	// (its context ended), flight the batch it went out in (nil while it
 	// is queued).
@@ -69,62 +91,14 @@ type common struct {
 	val string
 }
 
-// newBatcher returns the batcher of the script one, whose body takes nk
-// KEYS and na ARGV, with the common values keys and args. Only positions
-// past the session's keys and past sessionArgs can be common: the
-// prelude's functions name the session's keys by position (a programming
-// error panics).
-func newBatcher(s *store, body string, one *script, nk, na int, keys, args []common) *batcher {
-	for _, c := range keys {
-		if c.pos <= len(sessionKeys{}.all()) || c.pos > nk {
-			panic("rueidisbackend: a common key at KEYS[" + itoa(c.pos) + "]")
-		}
-	}
-	for _, c := range args {
-		if c.pos <= sessionArgCount || c.pos > na {
-			panic("rueidisbackend: a common argument at ARGV[" + itoa(c.pos) + "]")
-		}
-	}
-	lay := layout{keys: keys, args: args}
-	return &batcher{s: s, one: one, many: batchScript(body, lay), nk: nk, na: na, lay: lay}
-}
-
-// fits reports whether a call with keys and args can go in a batch: it
-// has the shape of the batcher's calls and the common values.
-func (b *batcher) fits(keys, args []string) bool {
-	if len(keys) != b.nk || len(args) != b.na {
-		return false
-	}
-	for _, c := range b.lay.keys {
-		if keys[c.pos-1] != c.val {
-			return false
-		}
-	}
-	for _, c := range b.lay.args {
-		if args[c.pos-1] != c.val {
-			return false
-		}
-	}
-	return true
-}
-
-// runScript runs the session script sc with keys and args and returns its
-// answer: through b, its batcher, if it has one (on a single server).
-func (s *store) runScript(ctx context.Context, b *batcher, sc *script, keys, args []string) (rueidis.RedisMessage, error) {
-	if b == nil || !b.fits(keys, args) {
-		return s.do(ctx, s.scriptCall(sc, keys, args))[0].ToMessage()
-	}
-	return b.do(ctx, keys, args)
-}
-
-// do runs the script on keys and args, in a batch with whatever other calls
-// are waiting, and returns its answer. Batches are sent by goroutines of
+// do runs c, in a batch with whatever other calls are waiting, and
+// returns its answer. Batches are sent by goroutines of
 // their own, so that a caller can leave while its call is queued or on its
 // way: if ctx ends first, do returns its error at once. A call that left
 // the queue before its batch went out is never sent; one on its way may
 // still run.
-func (b *batcher) do(ctx context.Context, keys, args []string) (rueidis.RedisMessage, error) {
-	p := &pending{keys: keys, args: args, done: make(chan struct{})}
+func (b *batcher) do(ctx context.Context, c batchCall) (rueidis.RedisMessage, error) {
+	p := &pending{call: c, done: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, p)
 	if b.sending < maxInFlight {
@@ -215,54 +189,27 @@ func (b *batcher) send(base context.Context) {
 	}
 }
 
-// run sends one batch: a batch of one as the script itself, more as its
-// batched form.
+// run sends one batch as one call of the script.
 func (b *batcher) run(ctx context.Context, batch []*pending) ([]rueidis.RedisMessage, error) {
-	if len(batch) == 1 {
-		msg, err := b.s.do(ctx, b.s.scriptCall(b.one, batch[0].keys, batch[0].args))[0].ToMessage()
-		return []rueidis.RedisMessage{msg}, err
-	}
-	// The shared arguments are those of the latest call: the clock's ms
-	// read last, which every call of the batch has reached.
-	latest, now := batch[0].args, int64(0)
+	// The head is that of the latest call: the clock's ms read last,
+	// which every call of the batch has reached.
+	head, now := batch[0].call.head, int64(0)
+	nk, na := len(batch[0].call.shared), len(head)
 	for _, p := range batch {
-		if ms, err := strconv.ParseInt(p.args[0], 10, 64); err == nil && ms >= now {
-			latest, now = p.args, ms
+		if ms, err := strconv.ParseInt(p.call.head[0], 10, 64); err == nil && ms >= now {
+			head, now = p.call.head, ms
 		}
+		nk, na = nk+len(p.call.keys), na+len(p.call.args)
 	}
-	// What each call sends: its keys but the common ones, and its seen
-	// value and arguments past sessionArgs but the common ones.
-	lay := b.lay
-	nk, na := b.nk-len(lay.keys), 1+b.na-sessionArgCount-len(lay.args)
-	keys := make([]string, 0, len(lay.keys)+len(batch)*nk)
-	for _, c := range lay.keys {
-		keys = append(keys, c.val)
-	}
-	args := make([]string, 0, batchHead+len(lay.args)+len(batch)*na)
-	args = append(args, itoa(nk), itoa(na), latest[0]) // all of sessionArgs but the seen value
-	args = append(args, latest[2:sessionArgCount]...)
-	for _, c := range lay.args {
-		args = append(args, c.val)
-	}
+	keys := append(make([]string, 0, nk), batch[0].call.shared...)
+	args := append(make([]string, 0, na), head...)
 	for _, p := range batch {
-		keys = appendOwn(keys, p.keys, lay.keys, 0)
-		args = append(args, p.args[1])
-		args = appendOwn(args, p.args, lay.args, sessionArgCount)
+		keys = append(keys, p.call.keys...)
+		args = append(args, p.call.args...)
 	}
-	replies, err := b.s.do(ctx, b.s.scriptCall(b.many, keys, args))[0].ToArray()
+	replies, err := b.s.do(ctx, b.s.scriptCall(b.sc, keys, args))[0].ToArray()
 	if err == nil && len(replies) != len(batch) {
 		err = errShortReply
 	}
 	return replies, err
-}
-
-// appendOwn appends to dst the values of vals past the first from that are
-// at no common position (positions count from 1).
-func appendOwn(dst, vals []string, common []common, from int) []string {
-	for i := from; i < len(vals); i++ {
-		if commonAt(common, i+1) < 0 {
-			dst = append(dst, vals[i])
-		}
-	}
-	return dst
 }

@@ -42,8 +42,8 @@ func benchFactory(tg target, cacheTTL time.Duration) conformance.Factory {
 // one cart line), as guests and as logged-in users, and in the book's key
 // layout, and reports the growth of the server's used_memory per session
 // for each. It then takes the guests' and the book's sessions apart, part
-// by part, and reports what each part held: for the guests, the keys'
-// TTLs, then the login, seen and cart keys and the session index; for the
+// by part, and reports what each part held: for the guests, the key's
+// TTL, then the session's hash and the session index; for the
 // book, the login hash field, the recent entry, the viewed sorted set and
 // the cart. A hash table's bucket array goes with the part whose removal
 // empties the table: the keyspace's with the last kind of key removed, the
@@ -74,12 +74,8 @@ func BenchmarkMemoryPerSession(b *testing.B) {
 			}) / sessions
 			if v.name == "guest" {
 				takeApart(b, c, "guest", perSession["guest"], sessions, []memoryPart{
-					part("ttl", func(i int) rueidis.Completed { return c.B().Persist().Key(sessionKey(prefix, "login", i)).Build() },
-						func(i int) rueidis.Completed { return c.B().Persist().Key(sessionKey(prefix, "seen", i)).Build() },
-						func(i int) rueidis.Completed { return c.B().Persist().Key(sessionKey(prefix, "cart", i)).Build() }),
-					part("login", func(i int) rueidis.Completed { return c.B().Del().Key(sessionKey(prefix, "login", i)).Build() }),
-					part("seen", func(i int) rueidis.Completed { return c.B().Del().Key(sessionKey(prefix, "seen", i)).Build() }),
-					part("cart", func(i int) rueidis.Completed { return c.B().Del().Key(sessionKey(prefix, "cart", i)).Build() }),
+					part("ttl", func(i int) rueidis.Completed { return c.B().Persist().Key(benchSessionKey(prefix, i)).Build() }),
+					part("session", func(i int) rueidis.Completed { return c.B().Del().Key(benchSessionKey(prefix, i)).Build() }),
 					part("index", func(i int) rueidis.Completed {
 						return c.B().Zrem().Key(prefix + "{sessions}:seen").Member(retail.SessionID(benchToken(i))).Build()
 					}),
@@ -121,10 +117,10 @@ func layoutClient(b *testing.B, db int) rueidis.Client {
 	return c
 }
 
-// sessionKey is the key of one kind of benchmark session i in the Store's
-// layout (see the package doc).
-func sessionKey(prefix, kind string, i int) string {
-	return prefix + kind + ":{" + retail.SessionID(benchToken(i)) + "}"
+// benchSessionKey is the key of benchmark session i in the Store's layout
+// (see the package doc).
+func benchSessionKey(prefix string, i int) string {
+	return sessionKey(prefix, retail.SessionID(benchToken(i)))
 }
 
 // memoryPart is one part of the sessions that takeApart measures: the

@@ -147,7 +147,7 @@ func TestCleanSettle_DeletesBelowTheBoundKeepsTheRest(t *testing.T) {
 			}
 			stamp := func(tok string) string {
 				t.Helper()
-				v, err := c.Do(bg, c.B().Get().Key(prefix+"seen:{"+retail.SessionID(tok)+"}").Build()).ToString()
+				v, err := c.Do(bg, c.B().Hget().Key(sessionKey(prefix, retail.SessionID(tok))).Field("seen").Build()).ToString()
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -2,8 +2,9 @@ package rueidisbackend
 
 import (
 	"context"
+	_ "embed"
+	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -134,90 +135,20 @@ func stale(stamp string, start float64) bool {
 	return err == nil && f < start-float64(strayGrace.Milliseconds())
 }
 
-// cleanSessions deletes each given session whose last-seen stamp is still
-// the one the pass read from the index: a session refreshed since is kept.
-// It answers, per session, cleanDeleted, the session's stamp if it was
-// kept, or cleanNoSession (whatever was left of a session is deleted).
-//
-// KEYS: the keys of each session, in the order of sessionKeys.all. ARGV:
-// the stamp read for each session.
-var cleanSessions = newScript(`
-local DELETED, NO_SESSION = 1, 2
-local out = {}
-for i = 1, #ARGV do
-  local b = (i - 1) * 4
-  local seen = redis.call('GET', KEYS[b + 2])
-  local stamp = seen and string.match(seen, '^%S+')
-  if stamp and tonumber(stamp) ~= tonumber(ARGV[i]) then
-    out[i] = stamp
-  else
-    redis.call('DEL', KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4])
-    out[i] = stamp and DELETED or NO_SESSION
-  end
-end
-return out
-`)
+//go:embed clean.lua
+var cleanSrc string
 
-// cleanSettle is cleanSessions and reindex in one step, for a single server,
-// where a script may write the sessions and the index together. It needs
-// no stamps read from the index (so the read asks for none, and the server
-// formats no scores): each session read is deleted with its index entry if
-// its stamp lies below ARGV[2] (or at it, if ARGV[3] is "1"), whatever its
-// entry says. That bound is the later of the idle bound, below which
-// sessions are expired, and the reach, at or below which they are taken
-// (see cleanOnServer): a session below it is one the pass removes, as its
-// entry lags behind its stamp, never ahead. The entry of any other
-// session, refreshed since the pass read it or beyond what the pass takes,
-// is moved up to its stamp. The leftovers of an entry without a session
-// are deleted, and the entry too if its stamp is below ARGV[1] (see stale;
-// the stamp is read for that, which is rare).
-//
-// KEYS: the index, then the keys of each session in the order of
-// sessionKeys.all. ARGV: the stray bound, the delete bound, "1" if that is
-// the reach, then the token of each session. It answers, per session,
-// cleanDeleted; the stamp its entry was moved up to; cleanLeft (a session
-// kept whose entry was at its stamp already); cleanNoSession (no session:
-// its entry removed, or gone already); or cleanYoung (no session, and its
-// entry left: too young to be a stray).
-var cleanSettle = newScript(`
-local DELETED, NO_SESSION, LEFT, YOUNG = ` + strings.Join([]string{
-	itoa(cleanDeleted), itoa(cleanNoSession), itoa(cleanLeft), itoa(cleanYoung)}, ", ") + `
-local stray, bound, at = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
-local n, index = #ARGV - 3, KEYS[1]
--- session j's keys are KEYS[b + 1] to KEYS[b + 4], b = 1 + 4 * (j - 1).
-local seens = {}
-for j = 1, n do
-  seens[j] = KEYS[3 + 4 * (j - 1)]
-end
-seens = redis.call('MGET', unpack(seens))
-local out, dels, nd, unindexed = {}, {}, 0, {}
-for j = 1, n do
-  local b, token = 1 + 4 * (j - 1), ARGV[3 + j]
-  local stamp = seens[j] and string.match(seens[j], '^%S+')
-  local t = stamp and tonumber(stamp)
-  if t and (t > bound or t == bound and not at) then
-    local moved = redis.call('ZADD', index, 'XX', 'GT', 'CH', stamp, token)
-    out[j] = moved == 1 and stamp or LEFT
-  else
-    dels[nd + 1], dels[nd + 2], dels[nd + 3], dels[nd + 4], nd = KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4], nd + 4
-    local unindex = stamp ~= nil
-    out[j] = DELETED
-    if not stamp then
-      local read = redis.call('ZSCORE', index, token)
-      unindex = read and tonumber(read) < stray
-      out[j] = (unindex or not read) and NO_SESSION or YOUNG
-    end
-    if unindex then unindexed[#unindexed + 1] = token end
-  end
-end
-for i = 1, #dels, 1000 do
-  redis.call('DEL', unpack(dels, i, math.min(i + 999, #dels)))
-end
-for i = 1, #unindexed, 1000 do
-  redis.call('ZREM', index, unpack(unindexed, i, math.min(i + 999, #unindexed)))
-end
-return out
-`)
+//go:embed settle.lua
+var settleSrc string
+
+// cleanLua defines the answers of clean.lua and settle.lua.
+var cleanLua = fmt.Sprintf("local DELETED, NO_SESSION, LEFT, YOUNG = %d, %d, %d, %d\n",
+	cleanDeleted, cleanNoSession, cleanLeft, cleanYoung)
+
+var (
+	cleanSessions = newScript(cleanLua + cleanSrc)
+	cleanSettle   = newScript(cleanLua + settleSrc)
+)
 
 // cleanOnServer is CleanSessions on a single server. Its rounds are
 // pipelined: after the first read of the index, each round trip carries the
@@ -315,10 +246,10 @@ func (s *store) settleCall(entries []indexEntry, reach string, start float64, id
 	}
 	args := make([]string, 3, 3+len(entries))
 	args[0], args[1], args[2] = formatStamp(start-float64(strayGrace.Milliseconds())), bound, at
-	keys := make([]string, 1, 1+4*len(entries))
+	keys := make([]string, 1, 1+len(entries))
 	keys[0] = s.k.index()
 	for _, e := range entries {
-		keys = append(keys, s.k.session(e.token).all()...)
+		keys = append(keys, s.k.session(e.token))
 		args = append(args, e.token)
 	}
 	return s.scriptCall(cleanSettle, keys, args)
@@ -347,8 +278,8 @@ func (s *store) settled(r rueidis.RedisResult, entries []indexEntry) (removed in
 	return removed, progress, nil
 }
 
-// cleanSessions' answers, one a session: the script's DELETED and
-// NO_SESSION, or the stamp of a session kept.
+// The answers of clean.lua and settle.lua, one a session (clean.lua
+// answers the stamp of a session kept instead of cleanKept).
 const (
 	cleanKept      = 0 // refreshed since the pass read it: left alone
 	cleanDeleted   = 1 // deleted
@@ -363,28 +294,14 @@ type cleanOutcome struct {
 	stamp string // the stamp of a kept session
 }
 
-// deleteSessions runs the cleanSessions script over the sessions and returns
-// its answer for each.
+// deleteSessions runs clean.lua over the sessions, one call a session
+// (they live on different slots), and returns its answer for each.
 func (s *store) deleteSessions(ctx context.Context, tokens, stamps []string) ([]cleanOutcome, error) {
-	keysOf := make([]sessionKeys, len(tokens))
+	calls := make([]call, len(tokens))
 	for i, t := range tokens {
-		keysOf[i] = s.k.session(t)
+		calls[i] = s.scriptCall(cleanSessions, []string{s.k.session(t)}, stamps[i:i+1])
 	}
-	var replies []rueidis.RedisResult
-	if s.cluster {
-		calls := make([]call, len(tokens))
-		for i := range tokens {
-			calls[i] = s.scriptCall(cleanSessions, keysOf[i].all(), stamps[i:i+1])
-		}
-		replies = s.do(ctx, calls...)
-	} else {
-		all := make([]string, 0, 4*len(tokens))
-		for _, ks := range keysOf {
-			all = append(all, ks.all()...)
-		}
-		replies = s.do(ctx, s.scriptCall(cleanSessions, all, stamps))
-	}
-	return s.outcomes(replies, tokens)
+	return s.outcomes(s.do(ctx, calls...), tokens)
 }
 
 // outcomes parses the answers of cleanSessions or cleanSettle for the
@@ -414,7 +331,7 @@ func (s *store) outcomes(replies []rueidis.RedisResult, tokens []string) ([]clea
 	}
 	for i, o := range out {
 		if o.code != cleanKept && o.code != cleanLeft {
-			s.own.deleted(s.k.sessionKey(loginKind, tokens[i]))
+			s.sessionWritten(s.k.session(tokens[i]), true)
 		}
 	}
 	return out, nil

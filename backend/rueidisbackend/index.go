@@ -48,16 +48,18 @@ func (s *store) unindexCall(pairs []string) call {
 	return s.scriptCall(unindex, []string{s.k.index()}, pairs)
 }
 
-// addUser indexes a session under its user (see indexUser in prelude).
+// addUser indexes a session under its user (see indexUser in
+// session.lua).
 //
-// KEYS: the user's index. ARGV: sessionArgs, token, created stamp.
+// KEYS: the user's index. ARGV: the settings, token, created stamp.
 var addUser = sessionScript(`
-indexUser(KEYS[1], ARGV[7], ARGV[8])
+settings()
+indexUser(KEYS[1], ARGV[6], ARGV[7])
 return OK
 `)
 
 func (s *store) addUserCall(user, token, cstamp string) call {
-	return s.scriptCall(addUser, []string{s.k.user(user)}, s.sessionArgs(s.nowMs(), "", token, cstamp))
+	return s.scriptCall(addUser, []string{s.k.user(user)}, s.sessionArgs(s.nowMs(), token, cstamp))
 }
 
 // unindexUser removes, from a user's index, each token whose entry still

@@ -84,27 +84,25 @@ func BenchmarkScriptInstructions(b *testing.B) {
 	for _, op := range []struct {
 		name string
 		b    *batcher
-		call func(i int) (keys, args []string)
+		call func(i int) batchCall
 	}{
-		{"UpdateToken", s.batches.update, func(i int) ([]string, []string) {
+		{"UpdateToken", s.batches.update, func(i int) batchCall {
 			stamp, now := s.nextStamp()
-			it := item()
-			return s.k.session(token(i)).allWith(s.k.index(), s.k.viewed(), s.k.user(user(i))),
-				s.sessionArgs(now, seenValue(stamp, now), token(i), user(i), it, s.limit)
+			c := s.sessionCall(now, s.k.session(token(i)), token(i), seenValue(stamp, now), user(i), item())
+			c.keys = append(c.keys, s.k.user(user(i)))
+			return c
 		}},
-		{"RefreshSession", s.batches.refresh, func(i int) ([]string, []string) {
+		{"RefreshSession", s.batches.refresh, func(i int) batchCall {
 			stamp, now := s.nextStamp()
-			it := item()
-			return s.k.session(token(i)).allWith(s.k.index(), s.k.viewed()),
-				s.sessionArgs(now, seenValue(stamp, now), token(i), it, s.limit)
+			return s.sessionCall(now, s.k.session(token(i)), token(i), seenValue(stamp, now), item())
 		}},
-		{"RefreshSessionNoItem", s.batches.refresh, func(i int) ([]string, []string) {
+		{"RefreshSessionNoItem", s.batches.refresh, func(i int) batchCall {
 			stamp, now := s.nextStamp()
-			return s.k.session(token(i)).allWith(s.k.index(), s.k.viewed()),
-				s.sessionArgs(now, seenValue(stamp, now), token(i), "", s.limit)
+			return s.sessionCall(now, s.k.session(token(i)), token(i), seenValue(stamp, now), "")
 		}},
-		{"AddToCart", s.batches.cart, func(i int) ([]string, []string) {
-			return s.k.session(token(i)).all()[:cartKeys], s.sessionArgs(s.nowMs(), "", item(), strconv.Itoa(1+r.IntN(3)), "set")
+		{"AddToCart", s.batches.cart, func(i int) batchCall {
+			return batchCall{head: s.sessionArgs(s.nowMs(), cartLimits...), keys: []string{s.k.session(token(i))},
+				args: []string{item(), strconv.Itoa(1 + r.IntN(3)), "set"}}
 		}},
 	} {
 		b.Run(op.name, func(b *testing.B) {
@@ -112,11 +110,7 @@ func BenchmarkScriptInstructions(b *testing.B) {
 				for range n {
 					calls := make([]*pending, batch)
 					for j := range calls {
-						keys, args := op.call(r.IntN(sessions))
-						if !op.b.fits(keys, args) {
-							b.Fatal("a call does not fit its batcher")
-						}
-						calls[j] = &pending{keys: keys, args: args}
+						calls[j] = &pending{call: op.call(r.IntN(sessions))}
 					}
 					if _, err := op.b.run(ctx, calls); err != nil {
 						b.Fatal(err)

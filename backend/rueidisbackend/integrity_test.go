@@ -100,18 +100,16 @@ func wantWholeKeyspace(t *testing.T, s *rueidisbackend.Store, c rueidis.Client, 
 	shared := map[string]bool{indexKey(prefix): true, viewedKey(prefix): true}
 	owned := map[string]bool{}
 	for _, tok := range indexed {
-		for _, k := range sessionKeys(prefix, tok).all() {
-			owned[k] = true
-		}
+		owned[sessionKey(prefix, tok)] = true
 	}
 	keys := scanAll(t, c, prefix)
 	exists := map[string]bool{}
 	var userIndexes []string
-	logins := 0 // sessions whose keys exist, counted by their login keys
+	logins := 0 // sessions whose keys exist
 	for _, k := range keys {
 		exists[k] = true
 		switch {
-		case strings.HasPrefix(k, prefix+"login:{"):
+		case strings.HasPrefix(k, prefix+"session:{"):
 			logins++
 		case strings.HasPrefix(k, prefix+"user:{"):
 			userIndexes = append(userIndexes, k)
@@ -125,14 +123,20 @@ func wantWholeKeyspace(t *testing.T, s *rueidisbackend.Store, c rueidis.Client, 
 	}
 	userOfSession := map[string]string{} // token -> user, of the indexed sessions
 	for _, tok := range indexed {
-		ks := sessionKeys(prefix, tok)
-		if !exists[ks.login] || !exists[ks.seen] {
-			t.Errorf("indexed session %q is not whole: login %v, seen %v", tok, exists[ks.login], exists[ks.seen])
+		key := sessionKey(prefix, tok)
+		if !exists[key] {
+			t.Errorf("indexed session %q has no key", tok)
 			continue
 		}
-		login, err := c.Do(bg, c.B().Get().Key(ks.login).Build()).ToString()
+		f, err := c.Do(bg, c.B().Hmget().Key(key).Field("login", "seen").Build()).ToArray()
 		if err != nil {
 			t.Fatal(err)
+		}
+		login, err1 := f[0].ToString()
+		_, err2 := f[1].ToString()
+		if err1 != nil || err2 != nil {
+			t.Errorf("indexed session %q is not whole: login %v, seen %v", tok, err1, err2)
+			continue
 		}
 		if user := strings.SplitN(login, " ", 3)[2]; user != "" {
 			userOfSession[tok] = user
@@ -160,18 +164,16 @@ func wantWholeKeyspace(t *testing.T, s *rueidisbackend.Store, c rueidis.Client, 
 		}
 	}
 	if n, err := s.SessionCount(bg); n != logins || err != nil {
-		t.Errorf("SessionCount() = %d, %v; want %d (the login keys on the servers), nil", n, err, logins)
+		t.Errorf("SessionCount() = %d, %v; want %d (the session keys on the servers), nil", n, err, logins)
 	}
 	t.Logf("%d sessions, %d keys, %d users' index entries for sessions gone", logins, len(keys), dangling)
 	return logins
 }
 
-// sessionKeys repeats the backend's layout, as a user inspecting Redis would
-// read it from the package doc, for the session of ID id (retail.SessionID).
-func sessionKeys(prefix, id string) layoutKeys {
-	tag := "{" + escapeTag(id) + "}"
-	return layoutKeys{prefix + "login:" + tag, prefix + "seen:" + tag, prefix + "cart:" + tag, prefix + "values:" + tag}
-}
+// sessionKey repeats the backend's layout, as a user inspecting Redis would
+// read it from the package doc: the key of the session of ID id
+// (retail.SessionID).
+func sessionKey(prefix, id string) string { return prefix + "session:{" + escapeTag(id) + "}" }
 
 // indexKey is the key of the session index, as the package doc gives it.
 func indexKey(prefix string) string { return prefix + "{sessions}:seen" }
@@ -183,11 +185,6 @@ func viewedKey(prefix string) string { return prefix + "{views}:viewed" }
 func userKey(prefix, user string) string { return prefix + "user:{" + escapeTag(user) + "}" }
 
 func escapeTag(s string) string { return strings.NewReplacer("%", "%25", "}", "%7D").Replace(s) }
-
-// layoutKeys are the keys of one session.
-type layoutKeys struct{ login, seen, cart, values string }
-
-func (k layoutKeys) all() []string { return []string{k.login, k.seen, k.cart, k.values} }
 
 // scanAll returns the keys that start with prefix on every master.
 func scanAll(t *testing.T, c rueidis.Client, prefix string) []string {
@@ -260,23 +257,22 @@ func masterNodes(t *testing.T, c rueidis.Client) map[string]rueidis.Client {
 	return masters
 }
 
-// TestKeys_SessionKeysShareASlot checks, by computing slots as Redis does,
-// that every session's keys share one slot whatever the token holds, and
-// that the row sets share one.
-func TestKeys_SessionKeysShareASlot(t *testing.T) {
+// TestKeys_TagsAreWholeTokensAndUsers checks that a session's key and a
+// user's index are tagged with the whole escaped token or user, whatever
+// it holds, so that distinct ones never share a key, and that the row sets
+// share a slot (computed as Redis does).
+func TestKeys_TagsAreWholeTokensAndUsers(t *testing.T) {
 	for _, tok := range []string{"plain", "}", "}}", "{", "{x}", "a}b", "a%7Db", "%", "a{b}c", strings.Repeat("}", 256)} {
-		ks := sessionKeys("retail:", tok)
-		for _, k := range ks.all() {
-			if slot(k) != slot(ks.login) {
-				t.Errorf("token %q: slot(%q) = %d, slot(%q) = %d", tok, k, slot(k), ks.login, slot(ks.login))
-			}
+		k := sessionKey("retail:", tok)
+		if i := strings.IndexByte(k, '{'); k[i+1:strings.IndexByte(k[i+1:], '}')+i+1] != escapeTag(tok) {
+			t.Errorf("token %q: the hash tag of %q is not the whole escaped token", tok, k)
 		}
 	}
 	if slot("retail:{rows}:schedule") != slot("retail:{rows}:delay") {
 		t.Errorf("row schedule and delay sets are on different slots")
 	}
-	if sessionKeys("p:", "a}b").login == sessionKeys("p:", "a%7Db").login {
-		t.Errorf("tokens %q and %q share keys", "a}b", "a%7Db")
+	if sessionKey("p:", "a}b") == sessionKey("p:", "a%7Db") {
+		t.Errorf("tokens %q and %q share a key", "a}b", "a%7Db")
 	}
 	for _, user := range []string{"alice", "}", "{x}", "a}b", "a%7Db", "ünïcødé}{"} {
 		k := userKey("retail:", user)
@@ -347,8 +343,8 @@ func slot(key string) uint16 {
 func TestErrors_RedisErrorReachableThroughStore(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg target) {
 		s, c, prefix := newStore(t, tg, retail.SystemClock{})
-		login := sessionKeys(prefix, retail.SessionID("typed")).login
-		if err := c.Do(bg, c.B().Hset().Key(login).FieldValue().FieldValue("f", "v").Build()).Error(); err != nil {
+		key := sessionKey(prefix, retail.SessionID("typed"))
+		if err := c.Do(bg, c.B().Set().Key(key).Value("v").Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 		_, _, checkErr := s.CheckToken(bg, "typed")

@@ -2,9 +2,8 @@ package rueidisbackend
 
 import "strings"
 
-// keys builds every key name the Store uses. The keys of one session share
-// a hash tag, {TOKEN}, so the scripts that touch a session run on one slot of
-// a cluster; a user's session index has its own tag, {USER}; the shared sets,
+// keys builds every key name the Store uses. A session is one key, tagged
+// {TOKEN}; a user's session index has its own tag, {USER}; the shared sets,
 // the session index and the view counts, carry fixed tags.
 type keys struct {
 	prefix string
@@ -28,56 +27,8 @@ func tag(s string) string {
 	return strings.NewReplacer("%", "%25", "}", "%7D").Replace(s)
 }
 
-// The kinds of a session's keys, named in its keys:
-//   - login holds "CREATED DEADLINE USER" (see loginValue). It is written
-//     when the session starts, when its user changes, and when its coarse
-//     idle deadline needs moving (at most once every TouchEvery), so
-//     client-side caches of it stay valid across page views.
-//   - seen holds the last-seen stamp and the recently viewed items,
-//     written on every refresh; it lives apart from login so that
-//     refreshes do not invalidate cached logins.
-//   - cart is the hash item -> count.
-//   - values is the hash key -> value of the session's values.
-const (
-	loginKind  = "login"
-	seenKind   = "seen"
-	cartKind   = "cart"
-	valuesKind = "values"
-)
-
-// sessionKey is the key of one kind of token's session.
-func (k keys) sessionKey(kind, token string) string {
-	return k.prefix + kind + ":{" + tag(token) + "}"
-}
-
-// sessionKeys are the keys of one session.
-type sessionKeys struct{ login, seen, cart, values string }
-
-// session returns all the keys of token's session, escaping the token
-// once and building the four names in one allocation, as every session
-// call does.
-func (k keys) session(token string) sessionKeys {
-	t := tag(token)
-	all := k.prefix + loginKind + ":{" + t + "}" +
-		k.prefix + seenKind + ":{" + t + "}" +
-		k.prefix + cartKind + ":{" + t + "}" +
-		k.prefix + valuesKind + ":{" + t + "}"
-	n := len(k.prefix) + len(":{}") + len(t) // a name's length, less its kind's
-	login := n + len(loginKind)
-	seen := login + n + len(seenKind)
-	cart := seen + n + len(cartKind)
-	return sessionKeys{login: all[:login], seen: all[login:seen], cart: all[seen:cart], values: all[cart:]}
-}
-
-// all lists the keys in the order every session script takes them (see
-// prelude): login, seen, cart, values.
-func (sk sessionKeys) all() []string { return sk.allWith() }
-
-// allWith lists the keys as all does, followed by extra, in one
-// allocation.
-func (sk sessionKeys) allWith(extra ...string) []string {
-	return append(append(make([]string, 0, 4+len(extra)), sk.login, sk.seen, sk.cart, sk.values), extra...)
-}
+// session is the key of token's session, a hash (see state.go).
+func (k keys) session(token string) string { return k.prefix + "session:{" + tag(token) + "}" }
 
 // index is the session index, the sorted set token -> last-seen stamp
 // that cleaning reads, shared by every session on a slot of its own.
@@ -109,10 +60,10 @@ func (k keys) itemPages(item string) string { return k.prefix + "itempages:{" + 
 // a slot of its own.
 func (k keys) claim(name string) string { return k.prefix + "claim:{" + tag(name) + "}" }
 
-// tokenOf returns the token whose login key is key, undoing tag; ok is
-// false if key is no login key of this prefix.
+// tokenOf returns the token whose session is key, undoing tag; ok is
+// false if key is no session key of this prefix.
 func (k keys) tokenOf(key string) (token string, ok bool) {
-	t, ok := strings.CutPrefix(key, k.prefix+loginKind+":{")
+	t, ok := strings.CutPrefix(key, k.prefix+"session:{")
 	if !ok || !strings.HasSuffix(t, "}") {
 		return "", false
 	}

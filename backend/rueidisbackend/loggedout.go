@@ -66,13 +66,9 @@ func (s *store) revoked(ctx context.Context, user string, created int64) (bool, 
 // cleaning, expiry or a Logout removes it, but no call returns or changes
 // it.
 func (s *store) revokedToken(ctx context.Context, token string) (bool, error) {
-	v, ok, err := s.cachedString(ctx, s.k.sessionKey(loginKind, token))
-	if !ok || err != nil {
+	l, _, found, err := s.cachedSession(ctx, s.k.session(token))
+	if !found || err != nil {
 		return false, err
-	}
-	l, ok := parseLogin(v)
-	if !ok {
-		return false, nil
 	}
 	return s.revokedLogin(ctx, token, l.user, l.created)
 }

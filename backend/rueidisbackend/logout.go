@@ -3,6 +3,7 @@ package rueidisbackend
 import (
 	"cmp"
 	"context"
+	_ "embed"
 	"slices"
 	"strconv"
 
@@ -10,23 +11,10 @@ import (
 	"github.com/retailkit/retail/driver"
 )
 
-// endSession deletes a session's keys, unless ARGV[9] is "1" and the
-// session belongs to another user than ARGV[8]. On a single server (KEYS[5]
-// given) it also removes the token's index entry, in the same step.
-//
-// KEYS: the session's, then the session index, optional. ARGV:
-// sessionArgs, token, user, "1" to delete only a session of user. Answers
-// {NO_SESSION} (there was none, and whatever was left of one is gone),
-// {EXISTS} (another user's session, left alone) or {OK, login, seen or
-// nil, 1 if it was live else 0}.
-var endSession = sessionScript(`
-local s = sessionAt(KEYS[1], KEYS[2], true)
-if s and ARGV[9] == '1' and s.user ~= ARGV[8] then return {EXISTS} end
-dropSession()
-if KEYS[5] then redis.call('ZREM', KEYS[5], ARGV[7]) end
-if not s then return {NO_SESSION} end
-return {OK, s.login, s.seen or false, s.live and 1 or 0}
-`)
+//go:embed end.lua
+var endSrc string
+
+var endSession = sessionScript(endSrc)
 
 // ended is what endSession reports of a session it deleted.
 type ended struct {
@@ -39,7 +27,7 @@ type ended struct {
 // endCall returns the endSession call for token; onlyUser, if not empty,
 // spares a session of another user.
 func (s *store) endCall(now int64, token, onlyUser string) call {
-	keys := s.k.session(token).all()
+	keys := []string{s.k.session(token)}
 	if !s.cluster {
 		keys = append(keys, s.k.index())
 	}
@@ -47,7 +35,7 @@ func (s *store) endCall(now int64, token, onlyUser string) call {
 	if onlyUser != "" {
 		only = "1"
 	}
-	return s.scriptCall(endSession, keys, s.sessionArgs(now, "", token, onlyUser, only))
+	return s.scriptCall(endSession, keys, s.sessionArgs(now, token, onlyUser, only))
 }
 
 // endReply parses endSession's answer; ok is false if no session was
@@ -99,13 +87,13 @@ func (s *store) unindexEnded(gone []ended) []call {
 	return append([]call{s.unindexCall(pairs)}, users...)
 }
 
-// Logout implements driver.Store: a script deletes the session's keys (and,
+// Logout implements driver.Store: a script deletes the session (and,
 // on a single server, its index entry), then its entries in the indexes on
 // other slots are removed if no newer session has replaced them. A guest's
 // Logout on a single server is one round trip; otherwise two.
 func (s *store) Logout(ctx context.Context, token string) error {
 	res := s.do(ctx, s.endCall(s.nowMs(), token, ""))[0]
-	s.own.deleted(s.k.sessionKey(loginKind, token))
+	s.sessionWritten(s.k.session(token), true)
 	e, ok, err := endReply(token, res)
 	if !ok {
 		return err
@@ -135,17 +123,16 @@ func (s *store) UserSessions(ctx context.Context, user string) ([]driver.Session
 	if err != nil {
 		return nil, err
 	}
-	cmds := make(rueidis.Commands, 0, 2*len(entries))
+	cmds := make(rueidis.Commands, 0, len(entries))
 	for _, z := range entries {
-		ks := s.k.session(z.Member)
-		cmds = append(cmds, s.c.B().Get().Key(ks.login).Build(), s.c.B().Get().Key(ks.seen).Build())
+		cmds = append(cmds, s.c.B().Hmget().Key(s.k.session(z.Member)).Field("login", "seen").Build())
 	}
 	res = s.c.DoMulti(ctx, cmds...)
 	now := s.nowMs()
 	var out []driver.SessionInfo
 	var stale []string // token, created stamp pairs of entries whose session is gone
 	for i, z := range entries {
-		info, ok, err := s.infoFrom(res[2*i], res[2*i+1])
+		info, ok, err := infoFrom(res[i])
 		switch {
 		case err != nil:
 			return nil, err
@@ -213,7 +200,7 @@ func (s *store) LogoutUser(ctx context.Context, user string) (int, error) {
 	var firstErr error
 	for i, r := range s.do(ctx, calls...) {
 		token := entries[i].Member
-		s.own.deleted(s.k.sessionKey(loginKind, token))
+		s.sessionWritten(s.k.session(token), true)
 		e, ok, err := endReply(token, r)
 		switch {
 		case err != nil:

@@ -40,10 +40,13 @@ type ownShard struct {
 }
 
 type written struct {
-	sum    uint64 // maphash of the value; 0 with absent
+	sum    uint64 // maphash of the value; 0 with absent or unknown
 	absent bool
-	at     time.Time
-	gen    uint64
+	// unknown is whether the value is not known: the key changed, and
+	// reads go to the server until one has told what it holds.
+	unknown bool
+	at      time.Time
+	gen     uint64
 }
 
 const forgetAfter = 10 * time.Second
@@ -62,10 +65,12 @@ func (o *ownWrites) wrote(key string, value []byte) {
 // deleted records that key no longer exists.
 func (o *ownWrites) deleted(key string) { o.put(key, written{absent: true, at: time.Now()}) }
 
+// changed records that key changed to a value the caller does not know:
+// a script wrote some of a hash's fields, say.
+func (o *ownWrites) changed(key string) { o.put(key, written{unknown: true, at: time.Now()}) }
+
 func (o *ownWrites) put(key string, w written) {
-	// A session's key names share one string (keys.session): the record
-	// keeps a copy of its own, not all four.
-	key = strings.Clone(key)
+	key = strings.Clone(key) // the caller's may share memory with more
 	w.gen = o.gen.Add(1)
 	sh := o.shard(key)
 	sh.mu.Lock()
@@ -120,30 +125,72 @@ func (o *ownWrites) seen(key string, gen uint64, msg rueidis.RedisMessage, err e
 	if !ok || w.gen != gen || matches(w, msg, err) {
 		return
 	}
-	if rueidis.IsRedisNil(err) {
+	if rueidis.IsRedisNil(err) || absent(msg) {
 		w.absent, w.sum = true, 0
 	} else if sum, ok := digest(msg); ok {
 		w.absent, w.sum = false, sum
 	} else {
 		return
 	}
+	w.unknown = false
 	sh.m[key] = w
 }
 
 func matches(w written, msg rueidis.RedisMessage, err error) bool {
-	if rueidis.IsRedisNil(err) || msg.IsNil() {
+	if w.unknown {
+		return false
+	}
+	if rueidis.IsRedisNil(err) || absent(msg) {
 		return w.absent
 	}
 	sum, ok := digest(msg)
 	return ok && !w.absent && sum == w.sum
 }
 
-// digest hashes a reply: a string's bytes, or a hash's fields and values
-// in field order (an empty hash is not an absent key: the server answers
-// an empty map).
+// absent reports whether a reply tells that its key does not exist: nil,
+// or, from HGETALL or HMGET, an empty map or an array of nils.
+func absent(msg rueidis.RedisMessage) bool {
+	if msg.IsNil() {
+		return true
+	}
+	if msg.IsMap() {
+		m, err := msg.AsStrMap()
+		return err == nil && len(m) == 0
+	}
+	if !msg.IsArray() {
+		return false
+	}
+	elems, _ := msg.ToArray()
+	for _, e := range elems {
+		if !e.IsNil() {
+			return false
+		}
+	}
+	return true
+}
+
+// digest hashes a reply: a string's bytes, an array's elements in order,
+// or a map's fields and values in field order.
 func digest(msg rueidis.RedisMessage) (uint64, bool) {
 	if b, err := msg.AsBytes(); err == nil {
 		return maphash.Bytes(seed, b), true
+	}
+	var h maphash.Hash
+	h.SetSeed(seed)
+	if msg.IsArray() {
+		elems, _ := msg.ToArray()
+		h.WriteString("array\x00")
+		for _, e := range elems {
+			if e.IsNil() {
+				h.WriteString("\x01nil")
+			} else if b, err := e.AsBytes(); err == nil {
+				h.Write(b)
+			} else {
+				return 0, false
+			}
+			h.WriteByte(0)
+		}
+		return h.Sum64(), true
 	}
 	m, err := msg.AsStrMap()
 	if err != nil {
@@ -154,8 +201,6 @@ func digest(msg rueidis.RedisMessage) (uint64, bool) {
 		fields = append(fields, f)
 	}
 	slices.Sort(fields)
-	var h maphash.Hash
-	h.SetSeed(seed)
 	h.WriteString("hash\x00")
 	for _, f := range fields {
 		h.WriteString(f)

@@ -72,7 +72,7 @@ func TestRecent_OlderStampKeepsTheNewerOne(t *testing.T) {
 			if _, ok, err := behind.RefreshSession(bg, "tok", step.item); !ok || err != nil {
 				t.Fatalf("RefreshSession(%q) = %v, %v; want a live session", step.item, ok, err)
 			}
-			seen, err := c.Do(bg, c.B().Get().Key(prefix+"seen:{"+retail.SessionID("tok")+"}").Build()).ToString()
+			seen, err := c.Do(bg, c.B().Hget().Key(sessionKey(prefix, retail.SessionID("tok"))).Field("seen").Build()).ToString()
 			if err != nil || !strings.HasPrefix(seen, newer) {
 				t.Errorf("after a refresh viewing %q from behind: seen = %q, %v; want the stamp %s... kept", step.item, seen, err, newer)
 			}

@@ -2,22 +2,16 @@ package rueidisbackend
 
 import (
 	"context"
-	"slices"
+	_ "embed"
 	"strings"
 
 	"github.com/retailkit/retail/driver"
 )
 
-// readSession returns a live session's state and data, for RenewSession to
-// copy.
-//
-// KEYS: the session's. ARGV: sessionArgs. Answers {NO_SESSION} or {OK,
-// login, seen, cart pairs, values pairs}.
-var readSession = sessionScript(`
-local s = sessionAt(KEYS[1], KEYS[2], true)
-if not s or not s.live then return {NO_SESSION} end
-return {OK, s.login, s.seen or '', redis.call('HGETALL', KEYS[3]), redis.call('HGETALL', KEYS[4])}
-`)
+//go:embed read.lua
+var readSrc string
+
+var readSession = sessionScript(readSrc)
 
 // RenewSession implements driver.Store in two steps, since the two tokens'
 // keys live on different slots of a cluster (the same steps run on a single
@@ -46,30 +40,24 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string) 
 	if out, err := s.revokedToken(ctx, token); out || err != nil {
 		return driver.NoSession, err
 	}
-	old, nw := s.k.session(token), s.k.session(newToken)
-	reply, err := s.do(ctx, s.scriptCall(readSession, old.all(), s.sessionArgs(s.nowMs(), "")))[0].ToArray()
+	oldKey := s.k.session(token)
+	reply, err := s.do(ctx, s.scriptCall(readSession, []string{oldKey}, s.sessionArgs(s.nowMs())))[0].ToArray()
 	if err != nil {
 		return 0, err
 	}
 	if st, err := status(reply); err != nil || st != driver.OK {
 		return st, err
 	}
-	if len(reply) < 5 {
+	if len(reply) < 3 {
 		return 0, errShortReply
 	}
 	login, err := reply[1].ToString()
 	if err != nil {
 		return 0, err
 	}
-	seen, err := reply[2].ToString()
+	fields, err := reply[2].AsStrSlice() // the recent items, the cart and the values
 	if err != nil {
 		return 0, err
-	}
-	data := [3][]string{recentOf(seen)} // recent, cart, values
-	for i := 1; i < len(data); i++ {
-		if data[i], err = reply[2+i].AsStrSlice(); err != nil {
-			return 0, err
-		}
 	}
 	l, _ := parseLogin(login)
 	cfield, _, _ := strings.Cut(login, " ")
@@ -80,22 +68,9 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string) 
 		newUser, cstamp, cfield = user, formatStamp(stamp), createdField(stamp, now)
 	}
 	newLogin := loginValue(cfield, now+s.idle, newUser)
-	args := s.sessionArgs(now, seenValue(stamp, now), newToken, newLogin)
-	slices.Reverse(data[0]) // startSession takes recent items oldest first
-	for _, d := range data {
-		args = append(append(args, itoa(len(d))), d...)
-	}
-	keys := nw.all()
-	if !s.cluster {
-		keys = append(keys, s.k.index())
-	}
-	st, dropped, err := s.start(ctx, keys, args)
+	st, dropped, err := s.start(ctx, newToken, "", seenValue(stamp, now), newLogin, fields)
 	if err != nil || st != driver.OK {
 		return st, err
-	}
-	s.own.wrote(nw.login, []byte(newLogin))
-	for _, k := range []string{nw.seen, nw.cart, nw.values} {
-		s.own.deleted(k) // written by the copy, as the cache may not know yet
 	}
 	// The new session joins its user's index before the old one is
 	// deleted, so that a LogoutUser running between the steps, which may
@@ -126,7 +101,7 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string) 
 		calls = append(calls, call{cmd: s.c.B().Get().Key(s.k.loggedOut(l.user)).Build()})
 	}
 	res := s.do(ctx, calls...)
-	s.own.deleted(old.login)
+	s.sessionWritten(oldKey, true)
 	e, ok, err := endReply(token, res[0])
 	if err != nil {
 		return 0, err

@@ -36,7 +36,7 @@ const repairBatch = 1000
 // writes a session and its index entries in one script, so there is nothing
 // to repair and it returns at once. In a cluster it first sends the index
 // and view writes this process deferred while their node was unreachable
-// (see deferred.go), then scans the login keys of every master and indexes
+// (see deferred.go), then scans the sessions of every master and indexes
 // each session that its index or its user's index misses, at the session's
 // own stamps; then it scans the index and removes each entry that has had
 // no session for longer than strayGrace. It returns how many entries it
@@ -130,15 +130,15 @@ func (s *store) masters(ctx context.Context) (map[string]rueidis.Client, error) 
 	return masters, nil
 }
 
-// repairNode scans the login keys of one master and repairs the indexes of
+// repairNode scans the sessions of one master and repairs the indexes of
 // the sessions they name.
 func (s *store) repairNode(ctx context.Context, node rueidis.Client) (int, error) {
-	pattern := globEscape.Replace(s.k.prefix+loginKind+":{") + "*"
+	pattern := globEscape.Replace(s.k.prefix+"session:{") + "*"
 	repaired := 0
 	var firstErr error // of a batch; the scan goes on
 	var cursor uint64
 	for {
-		e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(repairBatch).Type("string").Build()).AsScanEntry()
+		e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(repairBatch).Type("hash").Build()).AsScanEntry()
 		if err != nil {
 			return repaired, err
 		}
@@ -173,16 +173,14 @@ func (s *store) repairSessions(ctx context.Context, tokens []string) (int, error
 	if len(tokens) == 0 {
 		return 0, nil
 	}
-	// Each session's login and seen keys, and the scores of all in the
-	// index.
-	calls := make([]call, 0, 2*len(tokens)+1)
+	// Each session's login and seen, and the scores of all in the index.
+	calls := make([]call, 0, len(tokens)+1)
 	for _, t := range tokens {
-		ks := s.k.session(t)
-		calls = append(calls, call{cmd: s.c.B().Get().Key(ks.login).Build()}, call{cmd: s.c.B().Get().Key(ks.seen).Build()})
+		calls = append(calls, call{cmd: s.c.B().Hmget().Key(s.k.session(t)).Field("login", "seen").Build()})
 	}
 	calls = append(calls, call{cmd: s.c.B().Zmscore().Key(s.k.index()).Member(tokens...).Build()})
 	res := s.do(ctx, calls...)
-	scores, err := res[2*len(tokens)].ToArray()
+	scores, err := res[len(tokens)].ToArray()
 	if err == nil && len(scores) != len(tokens) {
 		err = errShortReply
 	}
@@ -195,8 +193,16 @@ func (s *store) repairSessions(ctx context.Context, tokens []string) (int, error
 	logins := make([]login, len(tokens))
 	now := s.nowMs()
 	for i, t := range tokens {
-		lv, okLogin, err1 := optResult(res[2*i])
-		sv, okSeen, err2 := optResult(res[2*i+1])
+		f, err := res[i].ToArray()
+		if err == nil && len(f) != 2 {
+			err = errShortReply
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		lv, okLogin, err1 := optString(f[0])
+		sv, okSeen, err2 := optString(f[1])
 		if err := errors.Join(err1, err2); err != nil {
 			errs = append(errs, err)
 			continue
@@ -264,20 +270,8 @@ func (s *store) scoresCall(key string, tokens []string, at []int) call {
 	return call{cmd: s.c.B().Zmscore().Key(key).Member(members...).Build()}
 }
 
-// optResult is optString over a reply.
-func optResult(r rueidis.RedisResult) (string, bool, error) {
-	m, err := r.ToMessage()
-	if err != nil {
-		if rueidis.IsRedisNil(err) {
-			return "", false, nil
-		}
-		return "", false, err
-	}
-	return optString(m)
-}
-
 // removeStrays scans the session index and removes, with reindex, each
-// entry older than strayGrace whose session has no login key, unless it
+// entry older than strayGrace whose session is gone, unless it
 // changed since the scan read it.
 func (s *store) removeStrays(ctx context.Context) (int, error) {
 	bound := float64(s.nowMs() - strayGrace.Milliseconds())
@@ -297,7 +291,7 @@ func (s *store) removeStrays(ctx context.Context) (int, error) {
 			}
 			tokens = append(tokens, e.Elements[i])
 			stamps = append(stamps, e.Elements[i+1])
-			calls = append(calls, call{cmd: s.c.B().Exists().Key(s.k.sessionKey(loginKind, e.Elements[i])).Build()})
+			calls = append(calls, call{cmd: s.c.B().Exists().Key(s.k.session(e.Elements[i])).Build()})
 		}
 		var settle []string
 		for i, r := range s.do(ctx, calls...) {

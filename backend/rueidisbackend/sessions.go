@@ -2,104 +2,36 @@ package rueidisbackend
 
 import (
 	"context"
+	_ "embed"
 
 	"github.com/redis/rueidis"
 	"github.com/retailkit/retail/driver"
 )
 
-// CheckToken implements driver.Store, reading the login key through the
-// client-side cache. While the coarse deadline the login holds lies ahead,
-// the session is surely live (its lifetime permitting) and no round trip is
-// made; past it, the exact last-seen time is read from the server.
+// CheckToken implements driver.Store, reading the session through the
+// client-side cache: while the coarse deadline its login holds lies ahead,
+// the session is surely live (its lifetime permitting) and no round trip
+// is made; past it, the exact last-seen time is read from the server.
 func (s *store) CheckToken(ctx context.Context, token string) (string, bool, error) {
-	v, ok, err := s.cachedString(ctx, s.k.sessionKey(loginKind, token))
-	if !ok {
-		return "", false, err
-	}
-	l, ok := parseLogin(v)
-	if !ok {
-		return "", false, nil // not written by this version: no session
-	}
-	now := s.nowMs()
-	if now >= l.created+s.life {
-		return "", false, nil
-	}
-	if now >= l.deadline {
-		seen, err := s.c.Do(ctx, s.c.B().Get().Key(s.k.sessionKey(seenKind, token)).Build()).ToString()
-		if rueidis.IsRedisNil(err) {
-			return "", false, nil
-		}
-		if err != nil {
-			return "", false, err
-		}
-		_, last, ok := parseSeen(seen)
-		if !ok || !s.live(now, l.created, last) {
-			return "", false, nil
-		}
-	}
-	if out, err := s.revokedLogin(ctx, token, l.user, l.created); out || err != nil {
-		return "", false, err
-	}
-	return l.user, true, nil
+	l, _, live, err := s.liveSession(ctx, token, s.k.session(token))
+	return l.user, live, err
 }
 
-// startSession creates a session unless a live one holds the keys, dropping
-// an expired one first, and fills it with the data RenewSession moves. On a
-// single server (KEYS 5 and 6 given) it also indexes the session.
-//
-// KEYS: the session's, then the session index and the user's index,
-// optional. ARGV: sessionArgs, token, login value, then three lists, each
-// its length first: recent items (oldest first), cart item-count pairs and
-// values key-value pairs. Answers {EXISTS} or {OK, the dropped session's login or
-// nil}.
-var startSession = sessionScript(`
-local s = sessionAt(KEYS[1], KEYS[2])
-if s and s.live then return {EXISTS} end
-local dropped = false
-if s then dropped = s.login end
-dropSession()
-local login = ARGV[8]
-local c, d = string.match(login, '^(%S+) (%S+) ')
-local _, created = stampMs(c)
-local ttl = keyTTL(created, tonumber(d))
-redis.call('SET', KEYS[1], login, 'PX', ttl)
-local n = tonumber(ARGV[9])
-local seen = SEEN
-if n > 0 then seen = joinSeen(SEEN, n, table.concat({unpack(ARGV, 10, 9 + n)}, '\n') .. '\n') end
-redis.call('SET', KEYS[2], seen, 'PX', ttl)
-local i = 10 + n
-for k = 3, 4 do
-  n = tonumber(ARGV[i])
-  if n > 0 then
-    redis.call('HSET', KEYS[k], unpack(ARGV, i + 1, i + n))
-    redis.call('PEXPIRE', KEYS[k], ttl)
-  end
-  i = i + n + 1
-end
-if KEYS[5] then redis.call('ZADD', KEYS[5], STAMP, ARGV[7]) end
-if KEYS[6] then indexUser(KEYS[6], ARGV[7], string.match(c, '^[^/]+')) end
-return {OK, dropped}
-`)
+//go:embed start.lua
+var startSrc string
+
+var startSession = sessionScript(startSrc)
 
 // StartSession implements driver.Store: one script on the session's slot
 // and, unless that indexed the session already (on a single server), the
 // index writes in a second round trip.
 func (s *store) StartSession(ctx context.Context, token, user string) (driver.Status, error) {
 	stamp, now := s.nextStamp()
-	ks := s.k.session(token)
 	login := loginValue(createdField(stamp, now), now+s.idle, user)
-	keys := ks.all()
-	if !s.cluster {
-		keys = append(keys, s.k.index())
-		if user != "" {
-			keys = append(keys, s.k.user(user))
-		}
-	}
-	st, dropped, err := s.start(ctx, keys, s.sessionArgs(now, seenValue(stamp, now), token, login, "0", "0", "0"))
+	st, dropped, err := s.start(ctx, token, user, seenValue(stamp, now), login, nil)
 	if err != nil || st != driver.OK {
 		return st, err
 	}
-	s.own.wrote(ks.login, []byte(login))
 	var calls []call
 	if s.cluster {
 		calls = append(calls, s.indexCall(token, stamp))
@@ -111,9 +43,20 @@ func (s *store) StartSession(ctx context.Context, token, user string) (driver.St
 	return driver.OK, s.send(ctx, calls)
 }
 
-// start runs startSession and returns its status and the login of the
-// session it dropped, if any.
-func (s *store) start(ctx context.Context, keys, args []string) (driver.Status, string, error) {
+// start runs start.lua for token's new session of user with the seen value
+// and login given and the fields to copy, and returns its status and the
+// login of the session it dropped, if any. On a single server the script
+// indexes the session too.
+func (s *store) start(ctx context.Context, token, user, seen, login string, fields []string) (driver.Status, string, error) {
+	key := s.k.session(token)
+	keys := []string{key}
+	if !s.cluster {
+		keys = append(keys, s.k.index())
+		if user != "" {
+			keys = append(keys, s.k.user(user))
+		}
+	}
+	args := append(s.sessionArgs(s.nowMs(), token, seen, login), fields...)
 	res, err := s.do(ctx, s.scriptCall(startSession, keys, args))[0].ToArray()
 	if err != nil {
 		return 0, "", err
@@ -122,6 +65,7 @@ func (s *store) start(ctx context.Context, keys, args []string) (driver.Status, 
 	if err != nil || st != driver.OK {
 		return st, "", err
 	}
+	s.sessionWritten(key, false)
 	if len(res) < 2 {
 		return 0, "", errShortReply
 	}
@@ -140,209 +84,101 @@ func (s *store) unindexDropped(token, droppedLogin, user string) []call {
 	return []call{s.unindexUserCall(l.user, []string{token, l.cstamp})}
 }
 
-// refreshSession refreshes a live session and puts an item first in its
-// recent items, writing nothing if the session is not live, or if its
-// login was written less than TouchEvery ago and there is no new item. It
-// rewrites the login only once TouchEvery has passed, and only then writes
-// the session's stamp to the index, so that most refreshes touch neither a
-// cached key nor the shared index (cleaning corrects index entries that lag
-// behind). On a single server (KEYS 5 given) it writes the index entry
-// itself; in a cluster the caller does once the script has answered.
-//
-// KEYS: the session's, then the session index, optional. ARGV:
-// sessionArgs, token, item ("" for none), recent limit. Answers
-// {NO_SESSION}; {OK, user, the login written, the session's stamp} if it
-// rewrote the login; or, commonly, just the user.
-var refreshSession = sessionScript(refreshBody)
+//go:embed refresh.lua
+var refreshSrc string
 
-const refreshBody = `
-local s = sessionAt(KEYS[1], KEYS[2], true)
-if not s or not s.live then return {NO_SESSION} end
-local login, deadline = false, s.deadline
--- A visit within TOUCH of the last full write that views no new item
--- writes nothing (the client answers most of them from its cache).
-if not due(deadline) and (ARGV[8] == '' or newestOf(s.seen) == ARGV[8]) then return s.user end
-if due(deadline) then
-  deadline = tonumber(NEWD)
-  login = s.c .. ' ' .. NEWD .. ' ' .. s.user
-end
-local ttl = (login or not s.seen) and keyTTL(s.created, deadline)
-local seen = writeSeen(s, ARGV[8], ARGV[9], ttl)
-local stamp = false
-if login then
-  redis.call('SET', KEYS[1], login, 'PX', ttl)
-  expireRest(ttl)
-  stamp = string.match(seen, '^%S+')
-end
-if KEYS[5] and login then redis.call('ZADD', KEYS[5], stamp, ARGV[7]) end
-if not login then return s.user end -- the common case, in brief
-return {OK, s.user, login, stamp}
-`
+var refreshSession = sessionScript(refreshSrc)
 
-// RefreshSession implements driver.Store. On a single server it is one
-// script. In a cluster the index lives on another slot, and is written
-// only if the session is live, so it follows the script in a second round
-// trip, made only when the index entry moves. A visit that the script would
+// RefreshSession implements driver.Store. A visit that the script would
 // write nothing for (see quiet) is answered from the client-side cache,
-// without a round trip.
+// without a round trip. Otherwise it is one script; on a single server
+// that writes the index entry too when it moves, in a cluster the index
+// lives on another slot, and is written in a second round trip, made only
+// when the entry moves.
 func (s *store) RefreshSession(ctx context.Context, token, item string) (string, bool, error) {
-	ks := s.k.session(token)
-	if v, found, err := s.cachedString(ctx, ks.login); err != nil {
+	key := s.k.session(token)
+	if l, recent, found, err := s.cachedSession(ctx, key); err != nil {
 		return "", false, err
-	} else if l, ok := parseLogin(v); found && ok {
+	} else if found {
 		if out, err := s.revokedLogin(ctx, token, l.user, l.created); out || err != nil {
 			return "", false, err
 		}
-		if quiet, err := s.quiet(ctx, ks, l, item); quiet || err != nil {
-			return l.user, err == nil, err
+		if s.quiet(l, recent, item) {
+			return l.user, true, nil
 		}
 	}
 	stamp, now := s.nextStamp()
-	var keys []string
-	if s.cluster {
-		keys = ks.all()
-	} else {
-		keys = ks.allWith(s.k.index())
-	}
-	msg, err := s.runScript(ctx, s.batches.refresh, refreshSession, keys,
-		s.sessionArgs(now, seenValue(stamp, now), token, item, s.limit))
+	msg, err := s.runBatched(ctx, s.batches.refresh, refreshSession, s.sessionCall(now, key,
+		token, seenValue(stamp, now), item))
 	if err != nil {
 		return "", false, err
 	}
-	r, live, err := refreshReply(msg)
-	if !live || err != nil {
+	reply, err := msg.ToArray()
+	if err != nil {
 		return "", false, err
 	}
-	if item != "" {
-		// The recent items may have changed: until the cache has heard,
-		// quiet reads them from the server.
-		s.own.deleted(ks.seen)
+	if st, err := status(reply); err != nil || st != driver.OK {
+		return "", false, err
 	}
-	if r.moved {
-		s.own.wrote(ks.login, []byte(r.login))
+	if len(reply) != 2 && len(reply) != 4 {
+		return "", false, errShortReply
 	}
-	if s.cluster && r.moved {
+	user, err := reply[1].ToString()
+	if err != nil {
+		return "", false, err
+	}
+	if item != "" || len(reply) == 4 {
+		s.sessionWritten(key, false)
+	}
+	if s.cluster && len(reply) == 4 {
 		// The session is refreshed: a failed move of the index entry is
 		// left to cleaning, which moves lagging entries up.
-		s.withDeferred(ctx, s.bumpCall(token, r.stamp))
+		stamp, err := reply[3].ToString()
+		if err != nil {
+			return "", false, err
+		}
+		s.withDeferred(ctx, s.bumpCall(token, stamp))
 	}
-	return r.user, true, nil
+	return user, true, nil
 }
 
-// quiet reports whether a visit of the session whose login is l, viewing
-// item, would be written by nothing: the session is surely live (before
-// its coarse deadline and within its lifetime), its login was written less
-// than TouchEvery ago, and item is "" or its newest recent item. The login
-// and the recent items come from the client-side cache.
-func (s *store) quiet(ctx context.Context, ks sessionKeys, l login, item string) (bool, error) {
+// sessionCall is the call of refresh.lua or update.lua for the session in
+// key: on a single server, the session index is its shared key.
+func (s *store) sessionCall(now int64, key string, args ...string) batchCall {
+	c := batchCall{head: s.sessionArgs(now, "0", s.limit), keys: []string{key}, args: args}
+	if !s.cluster {
+		c.shared, c.head[5] = []string{s.k.index()}, "1"
+	}
+	return c
+}
+
+// quiet reports whether a visit of the session whose login is l and
+// recent items recent, viewing item, would be written by nothing: the
+// session is surely live (before its coarse deadline and within its
+// lifetime), its login was written less than TouchEvery ago, and item is
+// "" or its newest recent item.
+func (s *store) quiet(l login, recent, item string) bool {
 	now := s.nowMs()
 	if now >= l.deadline || now >= l.created+s.life || now-(l.deadline-s.idle) >= s.touch {
-		return false, nil
+		return false
 	}
 	if item == "" {
-		return true, nil
+		return true
 	}
-	seen, ok, err := s.cachedString(ctx, ks.seen)
-	if !ok || err != nil {
-		return false, err
-	}
-	recent := recentOf(seen)
-	return len(recent) > 0 && recent[0] == item, nil
+	items := recentOf(recent)
+	return len(items) > 0 && items[0] == item
 }
 
-// refreshed is what refreshSession answers for a live session.
-type refreshed struct {
-	user         string
-	moved        bool   // whether the login was rewritten
-	login, stamp string // if moved: the login written and the session's stamp
-}
+//go:embed update.lua
+var updateSrc string
 
-// refreshReply reads refreshSession's answer; live is false if there was
-// no live session.
-func refreshReply(msg rueidis.RedisMessage) (r refreshed, live bool, err error) {
-	if user, err := msg.ToString(); err == nil {
-		return refreshed{user: user}, true, nil // the common answer, in brief
-	}
-	res, err := msg.ToArray()
-	if err != nil {
-		return r, false, err
-	}
-	if st, err := status(res); err != nil || st != driver.OK {
-		return r, false, err
-	}
-	if len(res) < 4 {
-		return r, false, errShortReply
-	}
-	if r.user, err = res[1].ToString(); err != nil {
-		return r, false, err
-	}
-	if r.login, r.moved, err = optString(res[2]); err != nil || !r.moved {
-		return r, err == nil, err
-	}
-	r.stamp, err = res[3].ToString()
-	return r, err == nil, err
-}
-
-// updateToken is UpdateToken's part on the session's slot: it refreshes a
-// live session, setting its user, or replaces an absent or expired one by a
-// new session. It writes the login only when the user changes, the session
-// is new or the coarse deadline needs moving, keeps the largest last-seen
-// stamp (so the stamp and the index agree whatever order concurrent updates
-// land in), and moves the item to the front of the recent items (its view
-// is counted by the retail package). On a single server (KEYS 5 and 6
-// given) it also writes the user's index and, when it writes the login,
-// the index entry (as refreshSession).
-//
-// KEYS: the session's, then the session index and the user's index,
-// optional. ARGV: sessionArgs, token, user, item ("" for none), recent
-// limit. Answers {1 if the session is new else 0, the
-// login written or nil, its created stamp, the login of the session
-// replaced or of the user replaced, or nil}, or just 0 if the session was
-// live and the login is left as it was.
-var updateToken = sessionScript(updateBody)
-
-const updateBody = `
-local s = sessionAt(KEYS[1], KEYS[2], true)
-local USER, ITEM = ARGV[8], ARGV[9]
-local fresh, login, prev, cstamp, ttl = 0, false, false, STAMP, nil
-if s and s.live then
-  cstamp = s.cstamp
-  local deadline, created = s.deadline, s.created
-  if s.user ~= USER then -- a login: the lifetime starts again
-    deadline, created, cstamp, prev = tonumber(NEWD), NOW, STAMP, s.login
-    login = newCreated() .. ' ' .. NEWD .. ' ' .. USER
-  elseif due(deadline) then
-    deadline = tonumber(NEWD)
-    login = s.c .. ' ' .. NEWD .. ' ' .. USER
-  end
-  if login or not s.seen then ttl = keyTTL(created, deadline) end
-  if login then
-    redis.call('SET', KEYS[1], login, 'PX', ttl)
-    expireRest(ttl)
-  end
-else
-  if s then prev = s.login end
-  dropSession()
-  s = nil
-  fresh = 1
-  login = newCreated() .. ' ' .. NEWD .. ' ' .. USER
-  ttl = keyTTL(NOW, tonumber(NEWD))
-  redis.call('SET', KEYS[1], login, 'PX', ttl)
-end
-local seen = writeSeen(s, ITEM, ARGV[10], ttl)
-if KEYS[5] then
-  if login then redis.call('ZADD', KEYS[5], string.match(seen, '^%S+'), ARGV[7]) end
-  if fresh == 1 or prev then indexUser(KEYS[6], ARGV[7], cstamp) end
-end
-if fresh == 0 and not login and not prev then return 0 end -- the common case, in brief
-return {fresh, login, cstamp, prev}
-`
+var updateToken = sessionScript(updateSrc)
 
 // UpdateToken implements driver.Store in one round trip: on a single
-// server one script; in a cluster the session script, the index entry and
-// the view count (the latter two on their own slots), sent together. When
-// the session is new or changes user, its user's index is written in a
-// second round trip (in a cluster, or to remove a former user's entry).
+// server one script; in a cluster the session script and the index entry
+// (on its own slot), sent together. When the session is new or changes
+// user, its user's index is written in a second round trip (in a cluster,
+// or to remove a former user's entry).
 func (s *store) UpdateToken(ctx context.Context, token, user, item string) error {
 	// A session its user logged out of everywhere is absent (revokedToken
 	// removes it): replaced by a new one, as an expired one is.
@@ -350,33 +186,32 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 		return err
 	}
 	stamp, now := s.nextStamp()
-	ks := s.k.session(token)
-	var keys []string
-	if s.cluster {
-		keys = ks.all()
-	} else {
-		keys = ks.allWith(s.k.index(), s.k.user(user))
-	}
-	args := s.sessionArgs(now, seenValue(stamp, now), token, user, item, s.limit)
+	key := s.k.session(token)
+	c := s.sessionCall(now, key, token, seenValue(stamp, now), user, item)
 	var msg rueidis.RedisMessage
 	var err error
 	if s.cluster {
 		// The index entry goes with the script; if its node fails, it is
 		// kept for later (deferred.go).
-		res := s.withDeferred(ctx, s.scriptCall(updateToken, keys, args), s.indexCall(token, stamp))
-		if msg, err = res[0].ToMessage(); err == nil && res[1].Error() != nil {
+		res := s.withDeferred(ctx, s.scriptCall(updateToken, c.keys, concat(c.head, c.args)), s.indexCall(token, stamp))
+		if res[1].Error() != nil {
 			s.deferred.keep(map[string]float64{token: stamp})
 		}
+		var replies []rueidis.RedisMessage
+		if replies, err = res[0].ToArray(); err == nil && len(replies) != 1 {
+			err = errShortReply
+		}
+		if err == nil {
+			msg = replies[0]
+		}
 	} else {
-		msg, err = s.runScript(ctx, s.batches.update, updateToken, keys, args)
+		c.keys = append(c.keys, s.k.user(user))
+		msg, err = s.runBatched(ctx, s.batches.update, updateToken, c)
 	}
 	if err != nil {
 		return err
 	}
-	s.own.deleted(ks.seen) // the recent items may have changed
-	if n, err := msg.AsInt64(); err == nil && n == 0 {
-		return nil // a live session refreshed, its login left as it was
-	}
+	s.sessionWritten(key, false)
 	reply, err := msg.ToArray()
 	if err != nil {
 		return err
@@ -388,19 +223,12 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	if err != nil {
 		return err
 	}
-	login, wrote, err := optString(reply[1])
-	if err != nil {
-		return err
-	}
-	if wrote {
-		s.own.wrote(ks.login, []byte(login))
-	}
 	prev, replaced, err := optString(reply[3])
 	if err != nil || fresh == 0 && !replaced {
 		return err
 	}
 	var more []call
-	if s.cluster {
+	if s.cluster && user != "" {
 		cstamp, err := reply[2].ToString()
 		if err != nil {
 			return err
@@ -411,19 +239,15 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	return s.send(ctx, more)
 }
 
-// RecentItems implements driver.Store, reading the session's login and
-// seen key (its recent items) through the client-side cache: with
-// TouchEvery, the seen key changes only on a new item or a full write.
+// RecentItems implements driver.Store, reading the session through the
+// client-side cache: with TouchEvery, it changes only on a new item or a
+// touch.
 func (s *store) RecentItems(ctx context.Context, token string) ([]string, error) {
-	ks := s.k.session(token)
-	if live, err := s.liveSession(ctx, token, ks); !live || err != nil {
+	_, recent, live, err := s.liveSession(ctx, token, s.k.session(token))
+	if !live || err != nil {
 		return nil, err
 	}
-	seen, _, err := s.cachedString(ctx, ks.seen)
-	if err != nil {
-		return nil, err
-	}
-	return recentOf(seen), nil
+	return recentOf(recent), nil
 }
 
 // SessionCount implements driver.Store: the size of the index.

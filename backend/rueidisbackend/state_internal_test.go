@@ -3,7 +3,6 @@ package rueidisbackend
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"testing"
 )
@@ -37,61 +36,5 @@ func TestStampFloor_AgreesWithTheFloat(t *testing.T) {
 	}
 	for _, st := range []string{"-5.5", "-0.0009765625", "-3", "1e3", "1.5e2", "+7", "12.", ".5", "0x10", "Inf", "", "12a", "1.2.3", "-", "."} {
 		check(st)
-	}
-}
-
-// TestSession_NamesEachKindsKey checks the names session builds in one
-// allocation against sessionKey's, one kind at a time, for tokens that
-// need escaping and prefixes of several lengths.
-func TestSession_NamesEachKindsKey(t *testing.T) {
-	for _, prefix := range []string{"", "retail:", "a-much-longer:prefix:"} {
-		k := newKeys(prefix)
-		for _, token := range []string{"t", "0123456789abcdef0123456789abcdef", "a}b%c", "}"} {
-			ks := k.session(token)
-			got := []string{ks.login, ks.seen, ks.cart, ks.values}
-			want := []string{
-				k.sessionKey(loginKind, token), k.sessionKey(seenKind, token),
-				k.sessionKey(cartKind, token), k.sessionKey(valuesKind, token),
-			}
-			if !slices.Equal(got, want) {
-				t.Errorf("keys{%q}.session(%q) = %q, want %q", prefix, token, got, want)
-			}
-			if all := ks.allWith("x", "y"); !slices.Equal(all, append(want, "x", "y")) {
-				t.Errorf("allWith(x, y) = %q, want %q", all, append(want, "x", "y"))
-			}
-		}
-	}
-}
-
-// TestNewBatcher_RefusesCommonSessionPositions checks that no session key
-// and none of sessionArgs can be made common: the prelude's functions name
-// the session's keys by position, so a shared one would point them at
-// another key.
-func TestNewBatcher_RefusesCommonSessionPositions(t *testing.T) {
-	for _, tc := range []struct {
-		name       string
-		keys, args []common
-	}{
-		{"KEYS[2]", []common{{2, "k"}}, nil},
-		{"KEYS[7] of 6", []common{{7, "k"}}, nil},
-		{"ARGV[6]", nil, []common{{6, "a"}}},
-		{"ARGV[10] of 9", nil, []common{{10, "a"}}},
-	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("newBatcher with a common %s did not panic", tc.name)
-				}
-			}()
-			newBatcher(&store{}, refreshBody, refreshSession, 6, 9, tc.keys, tc.args)
-		}()
-	}
-	// The Store's own layout is accepted.
-	b := newBatcher(&store{}, refreshBody, refreshSession, 6, 9, []common{{5, "i"}, {6, "v"}}, []common{{9, "25"}})
-	if !b.fits([]string{"l", "s", "c", "v", "i", "v"}, []string{"1", "", "", "", "", "", "t", "", "25"}) {
-		t.Error("a call with the common values does not fit")
-	}
-	if b.fits([]string{"l", "s", "c", "v", "i", "other"}, []string{"1", "", "", "", "", "", "t", "", "25"}) {
-		t.Error("a call with another view-count key fits")
 	}
 }

@@ -105,9 +105,9 @@ type store struct {
 	batches  struct{ refresh, update, cart *batcher } // nil in a cluster (see batch.go)
 	deferred deferred                                 // index and view writes waiting for their node (see deferred.go)
 
-	// timeArgs are IdleTimeout, Lifetime and TTLSlack in ms, formatted for
+	// IdleTimeout, TouchEvery, Lifetime and TTLSlack in ms, formatted for
 	// the session scripts (see sessionArgs).
-	idleArg, lifeArg, slackArg string
+	idleArg, touchArg, lifeArg, slackArg string
 
 	stampMu   sync.Mutex
 	lastStamp float64
@@ -186,16 +186,11 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 		slackArg: i64(opts.TTLSlack.Milliseconds()),
 		cluster:  c.Mode() == rueidis.ClientModeCluster,
 	}
-	d.idleArg, d.lifeArg = i64(d.idle)+":"+i64(d.touch), i64(d.life)
+	d.idleArg, d.touchArg, d.lifeArg = i64(d.idle), i64(d.touch), i64(d.life)
 	if !d.cluster {
-		// KEYS and ARGV of each call, as RefreshSession, UpdateToken and
-		// writeCart build them on a single server.
-		// The recent limit is the same in every call, and so is the index
-		// key.
-		sets := []common{{5, d.k.index()}}
-		d.batches.refresh = newBatcher(d, refreshBody, refreshSession, 5, 9, sets, []common{{9, d.limit}})
-		d.batches.update = newBatcher(d, updateBody, updateToken, 6, 10, sets, []common{{10, d.limit}})
-		d.batches.cart = newBatcher(d, cartBody, cartWrite, cartKeys, sessionArgCount+3, nil, nil)
+		d.batches.refresh = newBatcher(d, refreshSession)
+		d.batches.update = newBatcher(d, updateToken)
+		d.batches.cart = newBatcher(d, cartWrite)
 	}
 	return &Store{Store: retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: opts.ViewFlush}), d: d}, nil
 }
@@ -245,7 +240,7 @@ func (s *store) nextStamp() (stamp float64, now int64) {
 
 func formatStamp(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
-// seenValue is what a session's seen key holds: "STAMP", or "STAMP MS" if
+// seenValue is what a session's seen field holds: "STAMP", or "STAMP MS" if
 // the stamp is not within the millisecond the clock read (see nextStamp).
 // The stamp orders sessions and detects refreshes; the milliseconds, given
 // or the stamp's whole part, are the session's last-seen time.
@@ -254,19 +249,6 @@ func seenValue(stamp float64, now int64) string {
 		return formatStamp(stamp)
 	}
 	return formatStamp(stamp) + " " + i64(now)
-}
-
-// sessionArgCount is how many arguments sessionArgs returns before extra.
-const sessionArgCount = 6
-
-// sessionArgs returns the arguments every session script starts with (see
-// prelude): the clock's milliseconds, the seen value to write (empty if the
-// script writes none), the idle timeout, lifetime and TTL slack, and the
-// idle deadline of a session refreshed now; then extra.
-func (s *store) sessionArgs(now int64, seen string, extra ...string) []string {
-	args := make([]string, 0, sessionArgCount+len(extra))
-	args = append(args, i64(now), seen, s.idleArg, s.lifeArg, s.slackArg, i64(now+s.idle))
-	return append(args, extra...)
 }
 
 func itoa(n int) string  { return strconv.Itoa(n) }

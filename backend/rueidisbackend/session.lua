@@ -1,0 +1,150 @@
+-- session.lua: what the scripts that read or write a session share. It is
+-- put in front of each such script's own text (see sessionScript in
+-- state.go), after a line that defines the statuses they answer with:
+-- OK, NO_SESSION, EXISTS, FULL and TOO_MANY (driver.Status).
+--
+-- A session is one hash (see state.go):
+--
+--   login    "CREATED DEADLINE USER"
+--   seen     "STAMP" or "STAMP MS": the last-seen stamp
+--   recent   the recently viewed items, oldest first, each ending in "\n"
+--   #cart    how many cart:ITEM fields it has (absent if none)
+--   cart:ITEM  the count of a cart line
+--   #values  how many value:KEY fields it has (absent if none)
+--   value:KEY  a session value
+--
+-- Every session script's ARGV starts with the settings that settings()
+-- reads.
+
+local NOW, IDLE, TOUCH, LIFE, SLACK, NEWD
+
+-- settings reads ARGV[1] to ARGV[5]: the clock's Unix ms, then the idle
+-- timeout, TouchEvery, the lifetime and the TTL slack, in ms. NEWD is the
+-- idle deadline of a session seen now, formatted for a login.
+local function settings()
+  NOW, IDLE, TOUCH = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+  LIFE, SLACK = tonumber(ARGV[4]), tonumber(ARGV[5])
+  NEWD = string.format('%d', NOW + IDLE)
+end
+
+-- stampMs returns the stamp and the ms of a seen value ("STAMP" or
+-- "STAMP MS") or of a created field ("STAMP" or "STAMP/MS").
+local function stampMs(v)
+  local st, ms = string.match(v, '^([^ /]+)[ /]?(.*)$')
+  st = tonumber(st)
+  if not st then return nil end
+  if ms == '' then return st, math.floor(st) end
+  return st, tonumber(ms)
+end
+
+-- stampOf returns the stamp of a seen value, as the index holds it.
+local function stampOf(seen)
+  return string.match(seen, '^%S+')
+end
+
+-- createdOf returns the created field and stamp of a session logged in by
+-- a call whose seen value is seen.
+local function createdOf(seen)
+  return (string.gsub(seen, ' ', '/')), stampOf(seen)
+end
+
+-- parseLogin returns a login's parts, or nil if this version did not
+-- write it: created (the field), cstamp (its stamp, as the user's index
+-- scores it), createdMs, deadline (the coarse idle deadline) and user.
+local function parseLogin(v)
+  local c, ms, d, u = string.match(v, '^((%d+)%.?%d*/?%d*) (%-?%d+) (.*)$')
+  if not c then return nil end
+  local cstamp, slash = c, string.find(c, '/', 1, true)
+  if slash then
+    cstamp = string.sub(c, 1, slash - 1)
+    if slash < #c then ms = string.sub(c, slash + 1) end
+  end
+  return {login = v, created = c, cstamp = cstamp, createdMs = ms + 0, deadline = d + 0, user = u}
+end
+
+-- alive reports whether a session created at createdMs, with the given
+-- coarse deadline and seen value, is live: before the deadline it surely
+-- is (within its lifetime); after it, it must have been seen within the
+-- idle timeout.
+local function alive(createdMs, deadline, seen)
+  if NOW >= createdMs + LIFE then return false end
+  if NOW < deadline then return true end
+  local last = createdMs
+  if seen then
+    local _, ms = stampMs(seen)
+    last = ms or last
+  end
+  return NOW < last + IDLE
+end
+
+-- load returns the session in key, or nil: its login's parts (see
+-- parseLogin), seen and recent (nil if absent), live (whether it is live),
+-- and the fields named by more, in that order, as the list extra (false
+-- for those absent).
+local function load(key, ...)
+  local f = redis.call('HMGET', key, 'login', 'seen', 'recent', ...)
+  local s = f[1] and parseLogin(f[1])
+  if not s then return nil end
+  s.seen, s.recent = f[2] or nil, f[3] or nil
+  s.live = alive(s.createdMs, s.deadline, s.seen)
+  s.extra = {unpack(f, 4)}
+  return s
+end
+
+-- due reports whether a session with the given coarse deadline is due to
+-- have its login written again: the login was written TOUCH or more ago.
+local function due(deadline)
+  return NOW - (deadline - IDLE) >= TOUCH
+end
+
+-- keyTTL is the TTL in ms of the key of a session created at createdMs
+-- whose login holds deadline (see state.go), formatted as an integer: at
+-- least 1, since a TTL of 0 deletes and another process's clock may run
+-- ahead of the one that set the deadline.
+local function keyTTL(createdMs, deadline)
+  return string.format('%d', math.max(math.min(deadline + TOUCH, createdMs + LIFE) - NOW + SLACK, 1))
+end
+
+-- newerSeen returns the seen value to keep of old (nil for none) and new:
+-- the one with the larger stamp, so that the stamp only grows whatever
+-- order concurrent writes land in.
+local function newerSeen(old, new)
+  if old and tonumber(stampOf(old)) >= tonumber(stampOf(new)) then return old end
+  return new
+end
+
+-- withItem returns the recent items with item added or moved last (the
+-- newest), keeping at most limit, or nil if they stay as they are: item
+-- is '' (none), or already the newest.
+local function withItem(recent, item, limit)
+  if item == '' then return nil end
+  if not recent then return item .. '\n' end
+  local p = 0 -- where item stands as a whole line, if it does
+  repeat
+    p = string.find(recent, item, p + 1, true)
+  until not p or (p == 1 or string.byte(recent, p - 1) == 10) and string.byte(recent, p + #item) == 10
+  local rest = recent
+  if p then
+    if p + #item == #recent then return nil end
+    rest = string.sub(recent, 1, p - 1) .. string.sub(recent, p + #item + 1)
+  end
+  local n, at = 0, 0
+  repeat
+    at = string.find(rest, '\n', at + 1, true)
+    if at then n = n + 1 end
+  until not at
+  local from = 1
+  for _ = 1, n - (limit - 1) do
+    from = string.find(rest, '\n', from, true) + 1
+  end
+  return string.sub(rest, from) .. item .. '\n'
+end
+
+-- indexUser adds token, logged in with created stamp cstamp, to the user's
+-- index, drops entries of sessions whose lifetime has surely ended, and
+-- sets the index's TTL beyond the end of every session it can hold.
+local function indexUser(key, token, cstamp)
+  redis.call('ZADD', key, cstamp, token)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', NOW - LIFE)
+  redis.call('PEXPIRE', key, LIFE + SLACK)
+end

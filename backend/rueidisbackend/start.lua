@@ -1,0 +1,23 @@
+-- start.lua: StartSession, and the new session of RenewSession. Creates a
+-- session unless a live one holds the key, dropping an expired one first,
+-- and fills it with the fields given (those RenewSession copies: the
+-- recent items, the cart and the values). On a single server (KEYS[2]
+-- given) it also indexes the session, and its user's index (KEYS[3],
+-- given if the session has a user).
+--
+-- KEYS: the session, then the session index and the user's index,
+-- optional.
+-- ARGV: the settings (see session.lua), the token, the seen value, the
+-- login, then field-value pairs.
+-- Answers {EXISTS} or {OK, the login of the session dropped, or false}.
+settings()
+local key, token, seen, login = KEYS[1], ARGV[6], ARGV[7], ARGV[8]
+local s = load(key)
+if s and s.live then return {EXISTS} end
+redis.call('DEL', key)
+local l = parseLogin(login)
+redis.call('HSET', key, 'login', login, 'seen', seen, unpack(ARGV, 9))
+redis.call('PEXPIRE', key, keyTTL(l.createdMs, l.deadline))
+if KEYS[2] then redis.call('ZADD', KEYS[2], stampOf(seen), token) end
+if KEYS[3] then indexUser(KEYS[3], token, l.cstamp) end
+return {OK, s and s.login or false}

@@ -1,0 +1,65 @@
+-- update.lua: UpdateToken, for one or more sessions in one step (see
+-- batch.go). A live session is seen now (its stamp written), gets the user
+-- and item put last in its recent items (the view itself is counted by the
+-- retail package); an absent or expired one is replaced by a new session.
+-- The login is written only when the session is new, its user changes (a
+-- login: its lifetime starts again) or TOUCH has passed since it was last
+-- written. On a single server the same step writes the session index when
+-- it writes the login, and the user's index when the session is new or
+-- changes user.
+--
+-- KEYS: the session index on a single server (ARGV[6] is then "1"); then,
+-- per call, the session and, on a single server, its user's index.
+-- ARGV: the settings (see session.lua), "1" if KEYS[1] is the index, the
+-- recent limit; then, per call, the token, the seen value to write, the
+-- user and the item ("" for none).
+-- Answers, per call: {fresh, login, cstamp, replaced}: fresh is 1 if the
+-- session is new, else 0; login the login written, or false; cstamp the
+-- session's created stamp; replaced the login of the session it replaced,
+-- or of the session whose user it changed, or false.
+settings()
+local index = ARGV[6] == '1' and KEYS[1]
+local limit = tonumber(ARGV[7])
+
+local function update(key, users, token, seen, user, item)
+  local s = load(key)
+  local fresh, login, replaced = 0, false, false
+  local cstamp, createdMs
+  if s and s.live then
+    cstamp, createdMs = s.cstamp, s.createdMs
+    if s.user ~= user then
+      local created
+      created, cstamp = createdOf(seen)
+      createdMs, replaced = NOW, s.login
+      login = created .. ' ' .. NEWD .. ' ' .. user
+    elseif due(s.deadline) then
+      login = s.created .. ' ' .. NEWD .. ' ' .. user
+    end
+    seen = newerSeen(s.seen, seen)
+  else
+    if s then replaced = s.login end
+    redis.call('DEL', key)
+    local created
+    created, cstamp = createdOf(seen)
+    fresh, createdMs, s = 1, NOW, nil
+    login = created .. ' ' .. NEWD .. ' ' .. user
+  end
+  local recent = withItem(s and s.recent, item, limit)
+  local f = {'seen', seen}
+  if login then f[#f + 1], f[#f + 2] = 'login', login end
+  if recent then f[#f + 1], f[#f + 2] = 'recent', recent end
+  redis.call('HSET', key, unpack(f))
+  if login then
+    redis.call('PEXPIRE', key, keyTTL(createdMs, NOW + IDLE))
+    if index then redis.call('ZADD', index, stampOf(seen), token) end
+  end
+  if index and user ~= '' and (fresh == 1 or replaced) then indexUser(users, token, cstamp) end
+  return {fresh, login, cstamp, replaced}
+end
+
+local first, per, out = index and 1 or 0, index and 2 or 1, {}
+for j = 1, (#ARGV - 7) / 4 do
+  local k, a = first + per * (j - 1), 7 + 4 * (j - 1)
+  out[j] = update(KEYS[k + 1], KEYS[k + 2], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
+end
+return out
