@@ -129,7 +129,9 @@
 // view could not be counted; only a failed session lookup stops a request,
 // at [SessionOptions].ErrorHandler. What they survive they log through
 // log/slog. [SessionManager.Renew] returns an error matching
-// [retail.ErrNoSession] if the request has no live session.
+// [retail.ErrNoSession] if the request has no live session. The
+// SessionManager's methods return an error matching [ErrNoHandler], and
+// write nothing, if their context did not come from its Handler.
 //
 // # Concurrency
 //

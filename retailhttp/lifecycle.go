@@ -21,6 +21,12 @@ func noSession(op string) error {
 	return fmt.Errorf("retailhttp: SessionManager.%s: %w", op, retail.ErrNoSession)
 }
 
+// noHandler returns the error of op called with a context that did not
+// come from the manager's Handler.
+func noHandler(op string) error {
+	return fmt.Errorf("retailhttp: SessionManager.%s: %w", op, ErrNoHandler)
+}
+
 type sessionKey struct{}
 
 // requestSession is the session state of one request: the session it came
@@ -28,6 +34,8 @@ type sessionKey struct{}
 // Login, Renew and Logout read and replace. mu makes those calls of one
 // request run one at a time.
 type requestSession struct {
+	m *SessionManager // whose Handler made it; nil if WithSession did
+
 	came   Session
 	cameOK bool
 
@@ -38,7 +46,8 @@ type requestSession struct {
 
 // WithSession returns a copy of ctx that carries s, as
 // [SessionManager.Handler] does for the requests it passes on with a
-// session. Tests of handlers can use it to fake such a request.
+// session. Tests of handlers can use it to fake such a request: the
+// methods of every SessionManager accept the context as their Handler's.
 func WithSession(ctx context.Context, s Session) context.Context {
 	return context.WithValue(ctx, sessionKey{}, &requestSession{came: s, cameOK: true, cur: s, curOK: true})
 }
@@ -60,13 +69,14 @@ func SessionFrom(ctx context.Context) (s Session, ok bool) {
 	return rs.came, rs.cameOK
 }
 
-// request returns ctx's request state, or a new one, seeded with no
-// session, for a ctx that did not go through Handler.
-func request(ctx context.Context) *requestSession {
-	if rs, _ := ctx.Value(sessionKey{}).(*requestSession); rs != nil {
-		return rs
+// request returns the request state that m's Handler, or WithSession, put
+// in ctx, or the error of op matching ErrNoHandler if there is none.
+func (m *SessionManager) request(ctx context.Context, op string) (*requestSession, error) {
+	rs, _ := ctx.Value(sessionKey{}).(*requestSession)
+	if rs == nil || rs.m != nil && rs.m != m {
+		return nil, noHandler(op)
 	}
-	return &requestSession{}
+	return rs, nil
 }
 
 // Ensure returns the request's session, starting a guest session if it has
@@ -86,11 +96,16 @@ func request(ctx context.Context) *requestSession {
 // Store's calls with its token fail with an error matching
 // [retail.ErrNoSession], and nothing brings it back.
 //
-// Ensure must be called before the response's header is written. If the
+// Ensure must be called before the response's header is written, with the
+// context of a request that m's Handler passed on; with any other, it
+// returns an error matching [ErrNoHandler] and starts no session. If the
 // Store fails, its error is returned as the Store returned it, and no
 // cookie is set.
 func (m *SessionManager) Ensure(ctx context.Context, w http.ResponseWriter) (Session, error) {
-	rs := request(ctx)
+	rs, err := m.request(ctx, "Ensure")
+	if err != nil {
+		return Session{}, err
+	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if rs.curOK {
@@ -126,18 +141,23 @@ func (m *SessionManager) Ensure(ctx context.Context, w http.ResponseWriter) (Ses
 //
 // The request's session is the one it came with (see [SessionFrom]), or
 // the one an earlier Ensure, Login or Renew of the same request returned.
-// Login must be called before the response's header is written, and ctx
-// keeps the old session: a handler typically redirects after it. It
-// returns an error matching [retail.ErrInvalid] if user breaks the input
-// rules (1..[retail.MaxUserLen] bytes of valid UTF-8), and the Store's
-// error as the Store returned it if the Store fails; then no cookie is
-// set, and the old session is unchanged, unless it was another user's,
-// which is logged out first.
+// Login must be called before the response's header is written, with the
+// context of a request that m's Handler passed on, and ctx keeps the old
+// session: a handler typically redirects after it. It returns an error
+// matching [ErrNoHandler] for any other context, one matching
+// [retail.ErrInvalid] if user breaks the input rules
+// (1..[retail.MaxUserLen] bytes of valid UTF-8), and the Store's error as
+// the Store returned it if the Store fails; then no cookie is set, and the
+// old session is unchanged, unless it was another user's, which is logged
+// out first.
 func (m *SessionManager) Login(ctx context.Context, w http.ResponseWriter, user string) (Session, error) {
+	rs, err := m.request(ctx, "Login")
+	if err != nil {
+		return Session{}, err
+	}
 	if why := rules.User(user); why != "" {
 		return Session{}, invalid("SessionManager.Login", "user", why)
 	}
-	rs := request(ctx)
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	s := Session{Token: newToken(), User: user}
@@ -182,11 +202,16 @@ func (m *SessionManager) Login(ctx context.Context, w http.ResponseWriter, user 
 // Without one, or if it has ended since the request began, Renew returns
 // an error matching [retail.ErrNoSession] (and clears the cookie in the
 // latter case). It must be called before the response's header is
-// written, and ctx keeps the old session, as with Login. If the Store
+// written, with the context of a request that m's Handler passed on (with
+// any other, it returns an error matching [ErrNoHandler] and writes
+// nothing), and ctx keeps the old session, as with Login. If the Store
 // fails, its error is returned as the Store returned it, no cookie is set,
 // and the session is unchanged.
 func (m *SessionManager) Renew(ctx context.Context, w http.ResponseWriter) (Session, error) {
-	rs := request(ctx)
+	rs, err := m.request(ctx, "Renew")
+	if err != nil {
+		return Session{}, err
+	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if !rs.curOK {
@@ -218,11 +243,16 @@ func (m *SessionManager) Renew(ctx context.Context, w http.ResponseWriter) (Sess
 // one with the old cookie has no session, and one that began before may
 // still see it in its context, but the Store's calls with its token find
 // no session, and nothing brings it back. It must be called before the
-// response's header is written. The cookie is cleared
-// even if the Store fails, whose error is returned as the Store returned
-// it.
+// response's header is written, with the context of a request that m's
+// Handler passed on; with any other, it returns an error matching
+// [ErrNoHandler] and neither clears the cookie nor ends a session. The
+// cookie is cleared even if the Store fails, whose error is returned as
+// the Store returned it.
 func (m *SessionManager) Logout(ctx context.Context, w http.ResponseWriter) error {
-	rs := request(ctx)
+	rs, err := m.request(ctx, "Logout")
+	if err != nil {
+		return err
+	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	http.SetCookie(w, m.clearCookie())
@@ -239,10 +269,16 @@ func (m *SessionManager) Logout(ctx context.Context, w http.ResponseWriter) erro
 // w, and returns how many sessions it ended. For a guest session it ends
 // that session, as Logout does, and returns 1; without a session it only
 // clears the cookie and returns 0. It must be called before the response's
-// header is written. The cookie is cleared even if the Store fails, whose
-// error is returned as the Store returned it.
+// header is written, with the context of a request that m's Handler
+// passed on; with any other, it returns an error matching [ErrNoHandler]
+// and neither clears the cookie nor ends a session. The cookie is cleared
+// even if the Store fails, whose error is returned as the Store returned
+// it.
 func (m *SessionManager) LogoutEverywhere(ctx context.Context, w http.ResponseWriter) (int, error) {
-	rs := request(ctx)
+	rs, err := m.request(ctx, "LogoutEverywhere")
+	if err != nil {
+		return 0, err
+	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	http.SetCookie(w, m.clearCookie())

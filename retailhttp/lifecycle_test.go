@@ -162,7 +162,7 @@ func TestSessionManager_LogoutHoldsAgainstARequestInFlight(t *testing.T) {
 			s := &gatedStore{Store: ms}
 			m := newManager(t, s, mode.opts(clock))
 			shop := newShop(m, s)
-			sess, c := login(t, m, ctx, "alice")
+			sess, c := login(t, m, "alice")
 
 			// A request reads the cookie; before it reaches the Store, the
 			// user logs out.
@@ -204,7 +204,7 @@ func TestSessionManager_LogoutHoldsAgainstAHandlerInFlight(t *testing.T) {
 			s, clock := newStore(t)
 			m := newManager(t, s, mode.opts(clock))
 			shop := newShop(m, s)
-			_, c := login(t, m, ctx, "alice")
+			_, c := login(t, m, "alice")
 
 			// A request passed the session check and is in its handler
 			// when the user logs out; then it tries to write.
@@ -298,7 +298,7 @@ func TestSessionManager_LoginMovesALoggedInSessionToAFreshToken(t *testing.T) {
 	ctx := context.Background()
 	s, clock := newStore(t)
 	m := newManager(t, s, retailhttp.SessionOptions{Clock: clock})
-	first, firstCookie := login(t, m, ctx, "alice")
+	first, firstCookie := login(t, m, "alice")
 	if err := s.AddToCart(ctx, first.Token, "itemX", 1); err != nil {
 		t.Fatalf("AddToCart = %v", err)
 	}
@@ -306,8 +306,7 @@ func TestSessionManager_LoginMovesALoggedInSessionToAFreshToken(t *testing.T) {
 
 	// Log in again, as the same user, from a request that carries the
 	// first session.
-	v := get(m, "/", firstCookie)
-	second, secondCookie := login(t, m, retailhttp.WithSession(ctx, v.session), "alice")
+	second, secondCookie := login(t, m, "alice", firstCookie)
 	if second.Token == first.Token || secondCookie.Value == firstCookie.Value {
 		t.Fatalf("Login reused token %q, want a fresh one", first.Token)
 	}
@@ -330,15 +329,14 @@ func TestSessionManager_LoginAsAnotherUserStartsAfresh(t *testing.T) {
 	ctx := context.Background()
 	s, clock := newStore(t)
 	m := newManager(t, s, retailhttp.SessionOptions{Clock: clock})
-	alice, aliceCookie := login(t, m, ctx, "alice")
+	alice, aliceCookie := login(t, m, "alice")
 	if err := s.AddToCart(ctx, alice.Token, "itemX", 1); err != nil {
 		t.Fatalf("AddToCart = %v", err)
 	}
 	if err := s.SetValue(ctx, alice.Token, "address", []byte("alice's")); err != nil {
 		t.Fatalf("SetValue = %v", err)
 	}
-	v := get(m, "/", aliceCookie)
-	bob, bobCookie := login(t, m, retailhttp.WithSession(ctx, v.session), "bob")
+	bob, bobCookie := login(t, m, "bob", aliceCookie)
 	wantSession(t, m, "bob's cookie", bobCookie, bob)
 	wantNoSession(t, m, "alice's cookie after bob logged in", aliceCookie)
 	if cart, err := s.Cart(ctx, bob.Token); err != nil || len(cart) != 0 {
@@ -356,11 +354,11 @@ func TestSessionManager_LoginAfterTheSessionEndedStartsANewOne(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
 	m := newManager(t, s, retailhttp.SessionOptions{})
-	old, _ := login(t, m, ctx, "alice")
+	old, _ := login(t, m, "alice")
 	if err := s.Logout(ctx, old.Token); err != nil {
 		t.Fatal(err)
 	}
-	sess, c := login(t, m, retailhttp.WithSession(ctx, old), "alice")
+	sess, c := loginIn(t, m, retailhttp.WithSession(ctx, old), "alice")
 	wantSession(t, m, "cookie of the new login", c, sess)
 }
 
@@ -371,7 +369,7 @@ func TestSessionManager_RenewChangesTheTokenAndKeepsTheUser(t *testing.T) {
 			s, clock := newStore(t)
 			m := newManager(t, s, mode.opts(clock))
 			shop := newShop(m, s)
-			old, oldCookie := login(t, m, ctx, "alice")
+			old, oldCookie := login(t, m, "alice")
 			post(t, shop, "/cart?item=itemX", oldCookie)
 			clock.Advance(10 * time.Minute)
 
@@ -398,14 +396,14 @@ func TestSessionManager_RenewNeedsALiveSession(t *testing.T) {
 	s, _ := newStore(t)
 	m := newManager(t, s, retailhttp.SessionOptions{})
 	rec := httptest.NewRecorder()
-	if _, err := m.Renew(ctx, rec); !errors.Is(err, retail.ErrNoSession) {
+	if _, err := m.Renew(requestContext(t, m), rec); !errors.Is(err, retail.ErrNoSession) {
 		t.Errorf("Renew(no session) = %v, want %v", err, retail.ErrNoSession)
 	}
 	if got := rec.Result().Header["Set-Cookie"]; len(got) != 0 {
 		t.Errorf("Renew(no session) Set-Cookie = %q, want none", got)
 	}
 
-	sess, _ := login(t, m, ctx, "alice")
+	sess, _ := login(t, m, "alice")
 	if err := s.Logout(ctx, sess.Token); err != nil {
 		t.Fatal(err)
 	}
@@ -418,6 +416,62 @@ func TestSessionManager_RenewNeedsALiveSession(t *testing.T) {
 	}
 	if n, _ := s.SessionCount(ctx); n != 0 {
 		t.Errorf("SessionCount after Renew(ended session) = %d, want 0", n)
+	}
+}
+
+// Without its Handler a manager cannot know the request's session: its
+// calls must fail and write nothing, not start a new session (a guest's
+// cart would be lost) nor end or move a session that another manager's
+// Handler found.
+func TestSessionManager_RefusesAContextItsHandlerDidNotPassOn(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	m := newManager(t, s, retailhttp.SessionOptions{})
+	other := newManager(t, s, retailhttp.SessionOptions{}) // same options, same Store
+	alice, aliceCookie := login(t, other, "alice")
+	var nested context.Context // through m's Handler, then other's
+	h := m.Handler(other.Handler(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { nested = r.Context() })))
+	req := httptest.NewRequest(http.MethodPost, "/", nil)
+	req.AddCookie(aliceCookie)
+	h.ServeHTTP(httptest.NewRecorder(), req)
+
+	contexts := []struct {
+		name string
+		ctx  context.Context
+	}{
+		{"context.Background()", ctx},
+		{"another manager's Handler", requestContext(t, other, aliceCookie)},
+		{"another manager's Handler inside this one's", nested},
+	}
+	calls := []struct {
+		name string
+		call func(context.Context, http.ResponseWriter) error
+	}{
+		{"Ensure", func(ctx context.Context, w http.ResponseWriter) error { _, err := m.Ensure(ctx, w); return err }},
+		{"Login", func(ctx context.Context, w http.ResponseWriter) error { _, err := m.Login(ctx, w, "bob"); return err }},
+		{"Renew", func(ctx context.Context, w http.ResponseWriter) error { _, err := m.Renew(ctx, w); return err }},
+		{"Logout", func(ctx context.Context, w http.ResponseWriter) error { return m.Logout(ctx, w) }},
+		{"LogoutEverywhere", func(ctx context.Context, w http.ResponseWriter) error {
+			_, err := m.LogoutEverywhere(ctx, w)
+			return err
+		}},
+	}
+	for _, c := range contexts {
+		for _, call := range calls {
+			rec := httptest.NewRecorder()
+			if err := call.call(c.ctx, rec); !errors.Is(err, retailhttp.ErrNoHandler) {
+				t.Errorf("%s with %s = %v, want an error matching %v", call.name, c.name, err, retailhttp.ErrNoHandler)
+			}
+			if got := rec.Result().Header["Set-Cookie"]; len(got) != 0 {
+				t.Errorf("%s with %s: Set-Cookie = %q, want none", call.name, c.name, got)
+			}
+			if n, err := s.SessionCount(ctx); n != 1 || err != nil {
+				t.Errorf("%s with %s: SessionCount = %d, %v, want 1 (alice's), nil", call.name, c.name, n, err)
+			}
+			if user, ok, err := s.CheckToken(ctx, alice.Token); user != "alice" || !ok || err != nil {
+				t.Errorf("%s with %s: CheckToken(alice's token) = %q, %v, %v, want alice's session untouched", call.name, c.name, user, ok, err)
+			}
+		}
 	}
 }
 
@@ -470,7 +524,7 @@ func TestSessionManager_IdleSessionExpires(t *testing.T) {
 			ctx := context.Background()
 			s, clock := newStore(t)
 			m := newManager(t, s, mode.opts(clock))
-			sess, c := login(t, m, ctx, "alice")
+			sess, c := login(t, m, "alice")
 
 			clock.Advance(retail.DefaultIdleTimeout - time.Millisecond)
 			wantSession(t, m, "1 ms before the idle timeout", c, sess) // refreshes it
@@ -488,10 +542,9 @@ func TestSessionManager_IdleSessionExpires(t *testing.T) {
 func TestSessionManager_SessionEndsAtItsLifetime(t *testing.T) {
 	for _, mode := range cookieModes {
 		t.Run(mode.name, func(t *testing.T) {
-			ctx := context.Background()
 			s, clock := newStore(t)
 			m := newManager(t, s, mode.opts(clock))
-			sess, c := login(t, m, ctx, "alice")
+			sess, c := login(t, m, "alice")
 
 			// Active all day, never idle for long.
 			step := retail.DefaultIdleTimeout / 2
@@ -516,7 +569,7 @@ func TestSessionManager_LogoutClearsTheCookieAndTheStore(t *testing.T) {
 			s, clock := newStore(t)
 			m := newManager(t, s, mode.opts(clock))
 			shop := newShop(m, s)
-			sess, c := login(t, m, ctx, "alice")
+			sess, c := login(t, m, "alice")
 			post(t, shop, "/cart?item=itemX", c)
 
 			if resp := post(t, shop, "/logout", c); !isCleared(resp) {
@@ -537,7 +590,7 @@ func TestSessionManager_LogoutWithoutSessionClearsTheCookie(t *testing.T) {
 	s, _ := newStore(t)
 	m := newManager(t, s, retailhttp.SessionOptions{})
 	rec := httptest.NewRecorder()
-	if err := m.Logout(context.Background(), rec); err != nil {
+	if err := m.Logout(requestContext(t, m), rec); err != nil {
 		t.Errorf("Logout(no session) = %v, want nil", err)
 	}
 	if !isCleared(rec.Result()) {
@@ -552,9 +605,9 @@ func TestSessionManager_LogoutEverywhereEndsEveryOneOfTheUsersSessions(t *testin
 			s, clock := newStore(t)
 			m := newManager(t, s, mode.opts(clock))
 			shop := newShop(m, s)
-			_, laptop := login(t, m, ctx, "alice")
-			_, phone := login(t, m, ctx, "alice")
-			bob, bobs := login(t, m, ctx, "bob")
+			_, laptop := login(t, m, "alice")
+			_, phone := login(t, m, "alice")
+			bob, bobs := login(t, m, "bob")
 
 			resp := post(t, shop, "/logout-everywhere", phone)
 			if !isCleared(resp) {
@@ -575,12 +628,11 @@ func TestSessionManager_LogoutEverywhereEndsEveryOneOfTheUsersSessions(t *testin
 }
 
 func TestSessionManager_LogoutEverywhereOfAGuestOrNoSession(t *testing.T) {
-	ctx := context.Background()
 	s, _ := newStore(t)
 	m := newManager(t, s, retailhttp.SessionOptions{})
 	shop := newShop(m, s)
 	guest := sessionCookie(t, post(t, shop, "/cart?item=itemX"))
-	_, alice := login(t, m, ctx, "alice")
+	_, alice := login(t, m, "alice")
 	for _, tc := range []struct {
 		what    string
 		cookies []*http.Cookie
@@ -676,12 +728,12 @@ func TestSessionManager_LogoutEverywhereHoldsAgainstALoginInFlight(t *testing.T)
 	shop := newShop(m, s)
 	survived := 0
 	for i := range 2000 {
-		_, phone := login(t, m, ctx, "alice")
+		_, phone := login(t, m, "alice")
 		var laptop *http.Cookie
 		if i%2 == 0 {
 			laptop = post(t, shop, "/cart?item=itemX").Cookies()[0] // a guest
 		} else {
-			_, laptop = login(t, m, ctx, "alice")
+			_, laptop = login(t, m, "alice")
 		}
 		var (
 			wg       sync.WaitGroup

@@ -147,6 +147,12 @@ type SessionOptions struct {
 // value) calls Ensure first, which starts a guest session; Login later
 // keeps its cart, recently viewed items and values.
 //
+// Ensure, Login, Renew, Logout and LogoutEverywhere must be called with
+// the context that the manager's Handler passed on (r.Context() in a
+// handler behind it); with any other they write nothing and return an
+// error matching [ErrNoHandler], rather than start a new session and lose
+// a guest's cart.
+//
 // A SessionManager is safe for concurrent use.
 type SessionManager struct {
 	store  SessionStore
@@ -210,7 +216,9 @@ func NewSessionManager(s SessionStore, opts SessionOptions) (*SessionManager, er
 
 // Handler returns a handler that recognizes the session of each request
 // and passes the request to next with it in its context (see
-// [SessionFrom]). It never creates a session.
+// [SessionFrom]), where m's Ensure, Login, Renew, Logout and
+// LogoutEverywhere find it: they must be called with that context, or a
+// context derived from it. It never creates a session.
 //
 // A request whose cookie names a live session is recorded with one call
 // of [retail.Sessions.RefreshSession] (the visit, and the item viewed, see
@@ -228,7 +236,7 @@ func (m *SessionManager) Handler(next http.Handler) http.Handler {
 		ctx := r.Context()
 		item := m.viewedItem(r)
 		token, hasCookie := m.cookieToken(r)
-		rs := &requestSession{}
+		rs := &requestSession{m: m}
 		if token != "" {
 			user, ok, err := m.store.RefreshSession(ctx, token, item)
 			if err != nil {

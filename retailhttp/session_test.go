@@ -96,9 +96,34 @@ func send(m *retailhttp.SessionManager, req *http.Request, cookies ...*http.Cook
 	return v
 }
 
-// login logs user in through m, as a handler would, and returns the
-// session and the cookie it set.
-func login(t *testing.T, m *retailhttp.SessionManager, ctx context.Context, user string) (retailhttp.Session, *http.Cookie) {
+// requestContext returns the context that m's Handler passes on for a
+// POST with cookies: the context a handler behind it calls m's methods
+// with.
+func requestContext(t *testing.T, m *retailhttp.SessionManager, cookies ...*http.Cookie) context.Context {
+	t.Helper()
+	var ctx context.Context
+	h := m.Handler(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { ctx = r.Context() }))
+	req := httptest.NewRequest(http.MethodPost, "/", nil)
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	if ctx == nil {
+		t.Fatalf("the Handler did not pass the request on")
+	}
+	return ctx
+}
+
+// login logs user in through m from a request with cookies, as a handler
+// would, and returns the session and the cookie it set.
+func login(t *testing.T, m *retailhttp.SessionManager, user string, cookies ...*http.Cookie) (retailhttp.Session, *http.Cookie) {
+	t.Helper()
+	return loginIn(t, m, requestContext(t, m, cookies...), user)
+}
+
+// loginIn logs user in through m with the context of a request, and
+// returns the session and the cookie it set.
+func loginIn(t *testing.T, m *retailhttp.SessionManager, ctx context.Context, user string) (retailhttp.Session, *http.Cookie) {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	s, err := m.Login(ctx, rec, user)
@@ -187,7 +212,7 @@ func TestSessionManager_CountViewOptionKeepsBotsOut(t *testing.T) {
 	}
 
 	// With a session, a refused view is neither counted nor recent.
-	sess, c := login(t, m, ctx, "alice")
+	sess, c := login(t, m, "alice")
 	if v := send(m, request(crawler), c); !v.ok {
 		t.Fatalf("crawler request with alice's cookie: no session, want alice's")
 	}
@@ -207,7 +232,7 @@ func TestSessionManager_LoginSetsATokenCookie(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
 	m := newManager(t, s, retailhttp.SessionOptions{})
-	sess, c := login(t, m, ctx, "alice")
+	sess, c := login(t, m, "alice")
 
 	if len(sess.Token) != retailhttp.TokenLen || strings.Trim(sess.Token, "0123456789abcdef") != "" {
 		t.Errorf("Login token = %q, want %d lowercase hex digits", sess.Token, retailhttp.TokenLen)
@@ -231,7 +256,7 @@ func TestSessionManager_LoginSetsATokenCookie(t *testing.T) {
 func TestSessionManager_SecureOptionMarksTheCookie(t *testing.T) {
 	s, _ := newStore(t)
 	m := newManager(t, s, retailhttp.SessionOptions{Secure: true, CookieName: retailhttp.DefaultSessionCookie, MaxAge: time.Hour})
-	_, c := login(t, m, context.Background(), "alice")
+	_, c := login(t, m, "alice")
 	if !c.Secure || c.MaxAge != 3600 {
 		t.Errorf("Login cookie Secure, MaxAge = %v, %d, want true, 3600", c.Secure, c.MaxAge)
 	}
@@ -242,7 +267,7 @@ func TestSessionManager_TokensAreUnique(t *testing.T) {
 	m := newManager(t, s, retailhttp.SessionOptions{})
 	seen := make(map[string]bool)
 	for range 1000 {
-		sess, _ := login(t, m, context.Background(), "alice")
+		sess, _ := login(t, m, "alice")
 		if seen[sess.Token] {
 			t.Fatalf("Login issued token %q twice", sess.Token)
 		}
@@ -257,7 +282,7 @@ func TestSessionManager_PutsTheSessionInTheContextAndRecordsViews(t *testing.T) 
 			ms, clock := newStore(t)
 			s := &countingStore{Store: ms}
 			m := newManager(t, s, mode.opts(clock))
-			sess, c := login(t, m, ctx, "alice")
+			sess, c := login(t, m, "alice")
 
 			targets := []string{"/?item=itemA", "/cart", "/?item=itemB", "/?item=itemA&item=itemC"}
 			for _, target := range targets {
@@ -289,10 +314,12 @@ func TestSessionManager_ItemOptionChoosesTheViewedItem(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
 	m := newManager(t, s, retailhttp.SessionOptions{Item: func(r *http.Request) string {
-		item, _ := strings.CutPrefix(r.URL.Path, "/items/")
-		return item
+		if item, ok := strings.CutPrefix(r.URL.Path, "/items/"); ok {
+			return item
+		}
+		return ""
 	}})
-	sess, c := login(t, m, ctx, "alice")
+	sess, c := login(t, m, "alice")
 	get(m, "/items/itemP", c)
 	get(m, "/items/"+strings.Repeat("x", retail.MaxIDLen+1), c) // breaks the input rules: no item
 	get(m, "/items/itemQ")                                      // anonymous
@@ -312,7 +339,7 @@ func TestSessionManager_EndedSessionIsNoSessionAndClearsTheCookie(t *testing.T) 
 			ctx := context.Background()
 			s, clock := newStore(t)
 			m := newManager(t, s, mode.opts(clock))
-			sess, c := login(t, m, ctx, "alice")
+			sess, c := login(t, m, "alice")
 			if err := s.Logout(ctx, sess.Token); err != nil { // e.g. on another server
 				t.Fatalf("Logout = %v", err)
 			}
@@ -354,14 +381,13 @@ func TestSessionManager_MalformedCookieIsNotLookedUp(t *testing.T) {
 }
 
 func TestSessionManager_StoreFailureGoesToTheErrorHandler(t *testing.T) {
-	ctx := context.Background()
 	s, _ := newStore(t)
 	var handled error
 	m := newManager(t, s, retailhttp.SessionOptions{ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 		handled = err
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}})
-	_, c := login(t, m, ctx, "alice")
+	_, c := login(t, m, "alice")
 	s.Close()
 	v := get(m, "/", c)
 	if !errors.Is(handled, retail.ErrClosed) || v.resp.StatusCode != http.StatusServiceUnavailable {
@@ -422,7 +448,8 @@ func TestSessionManager_ReturnsStoreErrorsAsTheStoreReturnedThem(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
 	m := newManager(t, s, retailhttp.SessionOptions{})
-	sess, _ := login(t, m, ctx, "alice")
+	sess, _ := login(t, m, "alice")
+	noSession := requestContext(t, m)
 	s.Close()
 
 	withSession := func() context.Context { return retailhttp.WithSession(ctx, sess) }
@@ -431,9 +458,9 @@ func TestSessionManager_ReturnsStoreErrorsAsTheStoreReturnedThem(t *testing.T) {
 		recs[call] = httptest.NewRecorder()
 		return recs[call]
 	}
-	_, loginErr := m.Login(ctx, rec("Login"), "bob")
+	_, loginErr := m.Login(noSession, rec("Login"), "bob")
 	_, reloginErr := m.Login(withSession(), rec("Login with a session"), "bob")
-	_, ensureErr := m.Ensure(ctx, rec("Ensure"))
+	_, ensureErr := m.Ensure(noSession, rec("Ensure"))
 	_, renewErr := m.Renew(withSession(), rec("Renew"))
 	logoutErr := m.Logout(withSession(), httptest.NewRecorder())
 	_, everywhereErr := m.LogoutEverywhere(withSession(), httptest.NewRecorder())
@@ -461,7 +488,7 @@ func TestSessionManager_SignedCookiesAreCheckedWithTheStore(t *testing.T) {
 	ms, clock := newStore(t)
 	s := &countingStore{Store: ms}
 	m := newManager(t, s, retailhttp.SessionOptions{SigningKeys: [][]byte{key(1)}, Clock: clock})
-	sess, c := login(t, m, ctx, "alice")
+	sess, c := login(t, m, "alice")
 	if c.Value == sess.Token || !strings.Contains(c.Value, ".") || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode {
 		t.Errorf("signed Login cookie = %+v, want a signed value, HttpOnly, SameSite=Lax", c)
 	}
@@ -485,7 +512,7 @@ func TestSessionManager_SignedCookieTamperedOrExpiredIsNoSession(t *testing.T) {
 	ms, clock := newStore(t)
 	s := &countingStore{Store: ms}
 	m := newManager(t, s, retailhttp.SessionOptions{SigningKeys: [][]byte{key(1)}, Clock: clock, MaxAge: time.Hour})
-	sess, c := login(t, m, ctx, "alice")
+	sess, c := login(t, m, "alice")
 
 	forged := *c
 	forged.Value = c.Value[:12] + flip(c.Value[12]) + c.Value[13:]
@@ -493,7 +520,7 @@ func TestSessionManager_SignedCookieTamperedOrExpiredIsNoSession(t *testing.T) {
 		t.Errorf("tampered cookie: session %v, cleared %v, want no session, cleared", v.ok, isCleared(v.resp))
 	}
 	other := newManager(t, s, retailhttp.SessionOptions{SigningKeys: [][]byte{key(9)}, Clock: clock})
-	_, foreign := login(t, other, ctx, "mallory")
+	_, foreign := login(t, other, "mallory")
 	if v := get(m, "/", foreign); v.ok {
 		t.Errorf("cookie signed with an unknown key: session %+v, want none", v.session)
 	}
@@ -522,15 +549,14 @@ func TestSessionManager_SignedCookieTamperedOrExpiredIsNoSession(t *testing.T) {
 }
 
 func TestSessionManager_SignedCookiesSurviveKeyRotation(t *testing.T) {
-	ctx := context.Background()
 	s, clock := newStore(t)
 	before := newManager(t, s, retailhttp.SessionOptions{SigningKeys: [][]byte{key(1)}, Clock: clock})
 	after := newManager(t, s, retailhttp.SessionOptions{SigningKeys: [][]byte{key(2), key(1)}, Clock: clock})
-	sess, oldCookie := login(t, before, ctx, "alice")
+	sess, oldCookie := login(t, before, "alice")
 	if v := get(after, "/", oldCookie); !v.ok || v.session != sess {
 		t.Errorf("rotated manager, old cookie: %+v, %v, want %+v, true", v.session, v.ok, sess)
 	}
-	_, newCookie := login(t, after, ctx, "bob")
+	_, newCookie := login(t, after, "bob")
 	if v := get(before, "/", newCookie); v.ok {
 		t.Errorf("old-key manager accepted a cookie signed after rotation: want the new key to sign")
 	}
@@ -634,8 +660,8 @@ func TestSessionManager_NeverUsesATakenToken(t *testing.T) {
 	ms, _ := newStore(t)
 	m := newManager(t, takenStore{ms}, retailhttp.SessionOptions{})
 	recs := []*httptest.ResponseRecorder{httptest.NewRecorder(), httptest.NewRecorder()}
-	_, ensureErr := m.Ensure(context.Background(), recs[0])
-	_, loginErr := m.Login(context.Background(), recs[1], "alice")
+	_, ensureErr := m.Ensure(requestContext(t, m), recs[0])
+	_, loginErr := m.Login(requestContext(t, m), recs[1], "alice")
 	if ensureErr == nil || loginErr == nil {
 		t.Errorf("Ensure, Login with every token taken = %v, %v, want errors", ensureErr, loginErr)
 	}
