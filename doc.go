@@ -144,6 +144,14 @@
 //		return retail.NewStore(&driver{ /* ... */ }), nil
 //	}
 //
+// Every method of driver.Store is required, those that only some backends
+// have work for included, so that none is lost by omission: Claim, through
+// which the workers of every process sharing the backend's data take turns
+// (a backend whose data lives in its process claims in process memory, as
+// backend/memory does), RepairSessions (0 where nothing can part a session
+// from its index entries) and CacheCounts (0, 0 without a client-side
+// cache).
+//
 // Then it runs the conformance suite, which is the specification, from a
 // test:
 //

@@ -117,9 +117,9 @@ type Stats struct {
 
 	// ClientCacheHits and ClientCacheMisses count the backend's reads of
 	// cacheable data that were served from process memory and that went
-	// to the server, for a backend with a client-side cache (one whose
-	// driver implements [driver.CacheCounter], such as Redis with
-	// rueidis's caching); both are 0 for other backends.
+	// to the server, for a backend with a client-side cache (such as Redis
+	// with rueidis's caching), as its driver reports them (see
+	// driver.Store's CacheCounts); both are 0 for other backends.
 	ClientCacheHits, ClientCacheMisses uint64
 }
 
@@ -143,7 +143,7 @@ type counters struct {
 	rowsRefreshed, rescales                              counter
 }
 
-// snapshot reads every counter; the driver's, if any, are the caller's.
+// snapshot reads every counter; the driver's cache counts are the caller's.
 func (c *counters) snapshot() Stats {
 	return Stats{
 		PageHits:           c.pageHits.Load(),
