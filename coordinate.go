@@ -52,15 +52,14 @@ func (s *store) Claim(ctx context.Context, name, owner string, turn int64, hold 
 // of its kind over the same Store: name names the work, every is the
 // length of a turn.
 type turnTaker struct {
-	c     Coordinator // nil if the worker's store is none: it works alone
+	c     Coordinator
 	name  string
 	owner string // random, this worker's own
 	every time.Duration
 	clock Clock
 }
 
-func newTurnTaker(s any, name string, every time.Duration, clock Clock) turnTaker {
-	c, _ := s.(Coordinator)
+func newTurnTaker(c Coordinator, name string, every time.Duration, clock Clock) turnTaker {
 	if clock == nil {
 		clock = SystemClock{}
 	}
@@ -74,13 +73,9 @@ func (t turnTaker) current() int64 {
 }
 
 // mine returns the current turn, the period of length every that the
-// worker's clock is in, and whether this worker holds it. A worker over a
-// store that is no Coordinator holds every turn.
+// worker's clock is in, and whether this worker holds it.
 func (t turnTaker) mine(ctx context.Context) (turn int64, held bool, err error) {
 	turn = t.current()
-	if t.c == nil {
-		return turn, true, nil
-	}
 	held, err = t.c.Claim(ctx, t.name, t.owner, turn, 2*t.every)
 	return turn, held, err
 }

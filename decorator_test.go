@@ -86,6 +86,35 @@ func TestViewRescaler_DecoratedServersOverOneBackendRescaleOncePerPeriod(t *test
 	}
 }
 
+// TestStats_PoliciesOverADecoratedStoreCountIntoIt builds a PageCache and
+// a RowCacher over a decorator of a Store that embeds nothing but the
+// Store: what they count shows in the Store's Stats.
+func TestStats_PoliciesOverADecoratedStoreCountIntoIt(t *testing.T) {
+	type decorated struct{ retail.Store }
+	ctx := context.Background()
+	ms, _ := newRankedStore(t)
+	s := decorated{ms}
+
+	pages := newPageCache(t, s, retail.PageCacheOptions{})
+	u := mustParse(t, "http://test.com/?item=itemX")
+	for range 2 {
+		if _, _, err := pages.Fetch(ctx, u, pageRender("page")); err != nil {
+			t.Fatalf("Fetch(%s) = %v", u, err)
+		}
+	}
+	pages.CountBypass()
+
+	schedule(t, s, "row-1", time.Hour)
+	rows := newRowCacher(t, s, func(_ context.Context, row string) (any, error) { return inventoryRow{ID: row}, nil }, retail.RowCacherOptions{Poll: time.Millisecond})
+	start(t, rows)
+	eventually(t, "the row to be cached", func() bool { _, ok := cachedRow(t, s, "row-1"); return ok })
+
+	want := retail.Stats{PageHits: 1, PageMisses: 1, PageBypasses: 1, RowsRefreshed: 1}
+	if diff := cmp.Diff(want, s.Stats()); diff != "" {
+		t.Errorf("Stats mismatch (-want +got):\n%s", diff)
+	}
+}
+
 // TestStats_DriverDecoratorKeepsRepairsAndCacheCounts: a Store over a
 // decorator of a driver repairs through it and reports the client cache's
 // counts of the driver beneath.

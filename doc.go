@@ -41,6 +41,13 @@
 // publish (with expvar, say); counting costs an atomic add and allocates
 // nothing.
 //
+// [PageCache] and the workers take the Store whole, not a part of it: they
+// count into its Stats, and the workers of every process sharing the
+// Store's data take turns through it ([Coordinator]), so that N servers
+// rescale once a period and clean one at a time. To wrap a Store (to trace
+// or time its calls), embed it in a struct and override what you need: the
+// wrapper is a Store, and passes both on.
+//
 // # Choosing a backend
 //
 //	backend                 for

@@ -10,9 +10,9 @@ import "sync/atomic"
 // returned, since it was created: its own calls, and the work of the
 // policies built over it, which count into it: [PageCache] (and HTTP
 // middleware built on it, such as retailhttp.PageMiddleware),
-// [SessionCleaner] and [RowCacher]. A policy built over something that
-// neither is a Store nor embeds one counts nowhere. Processes that share one
-// Redis each count their own.
+// [SessionCleaner] and [RowCacher]. Those take a Store, so a policy built
+// over a decorator of a Store (a type that embeds one) counts into the
+// Store it decorates. Processes that share one Redis each count their own.
 //
 // Every field only grows, except CleaningLag, which is a gauge. Each field is
 // read atomically, but not all at one instant: a snapshot taken while
@@ -168,14 +168,4 @@ func (c *counter) addCount(n int) {
 	if n > 0 {
 		c.Add(uint64(n))
 	}
-}
-
-// countersOf returns the counters of the Store that s is or embeds, and
-// whether it found them. If s is neither, it returns a fresh block that no
-// Stats reads, so that a policy over s counts without checking.
-func countersOf(s any) (c *counters, ok bool) {
-	if h, ok := s.(interface{ statCounters() *counters }); ok {
-		return h.statCounters(), true
-	}
-	return new(counters), false
 }
