@@ -76,12 +76,12 @@ type SessionCleanerOptions struct {
 // [Sessions.RepairSessions], which mends what a failover between the steps
 // of a call left behind (on Redis Cluster; elsewhere it does nothing).
 //
-// Over a Store, the cleaner also measures its backlog for the Store's
-// [Stats] (CleaningLag), with one [Sessions.SessionCount] after each pass.
+// The cleaner also measures its backlog for the Store's [Stats]
+// (CleaningLag), with one [Sessions.SessionCount] after each pass.
 type SessionCleaner struct {
 	sessions Sessions
 	opts     SessionCleanerOptions
-	stats    *counters // the Store's, or nil: then the lag is not measured
+	stats    *counters // the Store's (see Stats)
 	turns    turnTaker
 	repairs  turnTaker
 
@@ -93,9 +93,11 @@ type SessionCleaner struct {
 	repairRetry time.Time
 }
 
-// NewSessionCleaner returns a cleaner of s's sessions. It returns an error
-// matching [ErrInvalid] if s is nil or an option is negative.
-func NewSessionCleaner(s Sessions, opts SessionCleanerOptions) (*SessionCleaner, error) {
+// NewSessionCleaner returns a cleaner of s's sessions, which takes turns
+// with the other cleaners over s's data through s (see [Coordinator]) and
+// counts into s's [Stats]. It returns an error matching [ErrInvalid] if s
+// is nil or an option is negative.
+func NewSessionCleaner(s Store, opts SessionCleanerOptions) (*SessionCleaner, error) {
 	const op = "NewSessionCleaner"
 	switch {
 	case s == nil:
@@ -121,17 +123,14 @@ func NewSessionCleaner(s Sessions, opts SessionCleanerOptions) (*SessionCleaner,
 	if opts.RepairEvery == 0 {
 		opts.RepairEvery = DefaultRepairEvery
 	}
-	c := &SessionCleaner{
+	return &SessionCleaner{
 		sessions:   s,
 		opts:       opts,
+		stats:      s.statCounters(),
 		turns:      newTurnTaker(s, "clean", opts.Idle, opts.Clock),
 		repairs:    newTurnTaker(s, "repair", opts.RepairEvery, opts.Clock),
 		repairTurn: -1,
-	}
-	if stats, ok := countersOf(s); ok {
-		c.stats = stats
-	}
-	return c, nil
+	}, nil
 }
 
 // Run cleans sessions until ctx ends, and then returns nil. If the Store is
@@ -160,7 +159,7 @@ func (c *SessionCleaner) Run(ctx context.Context) error {
 		if stop, runErr := stopOn(ctx, err); stop {
 			return runErr
 		}
-		if err == nil && c.stats != nil {
+		if err == nil {
 			if stop, runErr := c.measureLag(ctx); stop {
 				return runErr
 			}

@@ -16,7 +16,7 @@ import (
 // recordingSessions records what each cleaning pass removed, and fails the
 // first failures passes.
 type recordingSessions struct {
-	retail.Sessions
+	retail.Store
 	failWith error
 
 	mu       sync.Mutex
@@ -32,7 +32,7 @@ func (s *recordingSessions) CleanSessions(ctx context.Context, keep, max int) (i
 		return 0, s.failWith
 	}
 	s.mu.Unlock()
-	n, err := s.Sessions.CleanSessions(ctx, keep, max)
+	n, err := s.Store.CleanSessions(ctx, keep, max)
 	if err == nil {
 		s.mu.Lock()
 		s.removed = append(s.removed, n)
@@ -64,7 +64,7 @@ func addSessions(t *testing.T, s retail.Sessions, clock *retail.ManualClock, n i
 
 // newCleaner returns a SessionCleaner, failing the test if the options are
 // refused.
-func newCleaner(t *testing.T, s retail.Sessions, opts retail.SessionCleanerOptions) *retail.SessionCleaner {
+func newCleaner(t *testing.T, s retail.Store, opts retail.SessionCleanerOptions) *retail.SessionCleaner {
 	t.Helper()
 	c, err := retail.NewSessionCleaner(s, opts)
 	if err != nil {
@@ -101,7 +101,7 @@ func liveTokens(t *testing.T, s retail.Sessions, tokens []string) []string {
 func TestSessionCleaner_KeepsNewest(t *testing.T) {
 	s, clock := newStore(t)
 	tokens := addSessions(t, s, clock, 10)
-	rec := &recordingSessions{Sessions: s}
+	rec := &recordingSessions{Store: s}
 	// An hour's idle: the test finishes only if passes with a backlog
 	// follow each other at once.
 	stop := start(t, newCleaner(t, rec, retail.SessionCleanerOptions{Keep: 3, Batch: 2, Idle: time.Hour}))
@@ -127,7 +127,7 @@ func TestSessionCleaner_KeepsNewest(t *testing.T) {
 func TestSessionCleaner_LogsAndRetriesErrors(t *testing.T) {
 	s, clock := newStore(t)
 	addSessions(t, s, clock, 5)
-	rec := &recordingSessions{Sessions: s, failWith: errors.New("store hiccup"), failures: 2}
+	rec := &recordingSessions{Store: s, failWith: errors.New("store hiccup"), failures: 2}
 	var logs logRecorder
 	stop := start(t, newCleaner(t, rec, retail.SessionCleanerOptions{
 		Keep: 2, Idle: time.Millisecond, Logger: logs.Logger(),
@@ -143,7 +143,7 @@ func TestSessionCleaner_LogsAndRetriesErrors(t *testing.T) {
 
 func TestSessionCleaner_ReturnsNilOnCancel(t *testing.T) {
 	s, _ := newStore(t)
-	rec := &recordingSessions{Sessions: s}
+	rec := &recordingSessions{Store: s}
 	stop := start(t, newCleaner(t, rec, retail.SessionCleanerOptions{Idle: time.Hour}))
 	eventually(t, "a first pass", func() bool { return len(rec.passes()) > 0 })
 	// The cleaner is now idle for an hour; canceling must end that wait.
@@ -187,8 +187,7 @@ func TestNewSessionCleaner_RejectsNilStore(t *testing.T) {
 }
 
 // repairCounting counts the cleaning passes and the repairs made over a
-// Store, failing the first failures repairs. Embedding the Store keeps it a
-// Coordinator, so that cleaners over it take turns.
+// Store, failing the first failures repairs.
 type repairCounting struct {
 	retail.Store
 	mu       sync.Mutex

@@ -41,6 +41,13 @@
 // publish (with expvar, say); counting costs an atomic add and allocates
 // nothing.
 //
+// [PageCache] and the workers take the Store whole, not a part of it: they
+// count into its Stats, and the workers of every process sharing the
+// Store's data take turns through it ([Coordinator]), so that N servers
+// rescale once a period and clean one at a time. To wrap a Store (to trace
+// or time its calls), embed it in a struct and override what you need: the
+// wrapper is a Store, and passes both on.
+//
 // # Choosing a backend
 //
 //	backend                 for
@@ -143,6 +150,14 @@
 //	func New(opts Options) (retail.Store, error) {
 //		return retail.NewStore(&driver{ /* ... */ }), nil
 //	}
+//
+// Every method of driver.Store is required, those that only some backends
+// have work for included, so that none is lost by omission: Claim, through
+// which the workers of every process sharing the backend's data take turns
+// (a backend whose data lives in its process claims in process memory, as
+// backend/memory does), RepairSessions (0 where nothing can part a session
+// from its index entries) and CacheCounts (0, 0 without a client-side
+// cache).
 //
 // Then it runs the conformance suite, which is the specification, from a
 // test:

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/retailkit/retail"
@@ -31,10 +32,20 @@ type fakeDriver struct {
 	top      []driver.ItemViews
 	sessions []driver.SessionInfo
 	removed  int
+	repaired int // RepairSessions
+
+	// What CacheCounts returns.
+	hits, misses atomic.Uint64
 
 	mu     sync.Mutex
-	calls  []string // every call but Close, as "Op(args)"
+	calls  []string // every call but Close and CacheCounts, as "Op(args)"
 	closes int
+	turns  map[string]turn // the latest turn Claim gave, by name
+}
+
+type turn struct {
+	n     int64
+	owner string
 }
 
 var _ driver.Store = (*fakeDriver)(nil)
@@ -236,6 +247,33 @@ func (d *fakeDriver) TopItems(_ context.Context, n int) ([]driver.ItemViews, err
 
 func (d *fakeDriver) RescaleViews(_ context.Context, keep int, factor float64) error {
 	return d.record("RescaleViews", keep, factor)
+}
+
+func (d *fakeDriver) RepairSessions(context.Context) (int, error) {
+	return d.repaired, d.record("RepairSessions")
+}
+
+// Claim gives each turn of a work to the first owner that claims it, as a
+// backend shared by processes does, so that the workers of every Store over
+// one fakeDriver take turns.
+func (d *fakeDriver) Claim(_ context.Context, name, owner string, n int64, hold time.Duration) (bool, error) {
+	if err := d.record("Claim", name, owner, n, hold); err != nil {
+		return false, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if last, ok := d.turns[name]; ok && last.n >= n {
+		return last == turn{n, owner}, nil
+	}
+	if d.turns == nil {
+		d.turns = map[string]turn{}
+	}
+	d.turns[name] = turn{n, owner}
+	return true, nil
+}
+
+func (d *fakeDriver) CacheCounts() (hits, misses uint64) {
+	return d.hits.Load(), d.misses.Load()
 }
 
 func (d *fakeDriver) Close() error {

@@ -95,13 +95,10 @@ type PageCache struct {
 	ranks   rankSnapshots   // the ranks the book's rule decides by
 }
 
-// NewPageCache returns a page cache over s. It returns an error matching
-// [ErrInvalid] if s is nil, an option is out of range or a name in Hosts
-// is empty.
-func NewPageCache(s interface {
-	Pages
-	Views
-}, opts PageCacheOptions) (*PageCache, error) {
+// NewPageCache returns a page cache over s, which counts into s's [Stats].
+// It returns an error matching [ErrInvalid] if s is nil, an option is out
+// of range or a name in Hosts is empty.
+func NewPageCache(s Store, opts PageCacheOptions) (*PageCache, error) {
 	const op = "NewPageCache"
 	if s == nil {
 		return nil, invalid(op, "store", "nil")
@@ -128,8 +125,7 @@ func NewPageCache(s interface {
 		opts.TrackingParams = DefaultTrackingParams
 	}
 	opts.TrackingParams = slices.Clone(opts.TrackingParams)
-	stats, _ := countersOf(s)
-	c := &PageCache{store: s, hosts: make(map[string]bool), params: map[string]bool{"item": true}, stats: stats}
+	c := &PageCache{store: s, hosts: make(map[string]bool), params: map[string]bool{"item": true}, stats: s.statCounters()}
 	opts.Hosts = slices.Clone(opts.Hosts)
 	for i, h := range opts.Hosts {
 		h = normalHost(h)

@@ -67,10 +67,7 @@ func newRankedStore(t *testing.T) (*memory.Store, *retail.ManualClock) {
 
 // newPageCache returns a PageCache over s, failing the test if the options
 // are refused.
-func newPageCache(t *testing.T, s interface {
-	retail.Pages
-	retail.Views
-}, opts retail.PageCacheOptions) *retail.PageCache {
+func newPageCache(t *testing.T, s retail.Store, opts retail.PageCacheOptions) *retail.PageCache {
 	t.Helper()
 	c, err := retail.NewPageCache(s, opts)
 	if err != nil {

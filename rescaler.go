@@ -59,9 +59,11 @@ type ViewRescaler struct {
 	turns turnTaker
 }
 
-// NewViewRescaler returns a rescaler of s's view counts. It returns an
-// error matching [ErrInvalid] if s is nil or an option is out of range.
-func NewViewRescaler(s Views, opts ViewRescalerOptions) (*ViewRescaler, error) {
+// NewViewRescaler returns a rescaler of s's view counts, which takes turns
+// with the other rescalers over s's data through s (see [Coordinator]). It
+// returns an error matching [ErrInvalid] if s is nil or an option is out of
+// range.
+func NewViewRescaler(s Store, opts ViewRescalerOptions) (*ViewRescaler, error) {
 	const op = "NewViewRescaler"
 	if s == nil {
 		return nil, invalid(op, "store", "nil")

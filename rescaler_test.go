@@ -25,7 +25,7 @@ func topItems(t *testing.T, s retail.Views) []retail.ItemViews {
 
 // newRescaler returns a ViewRescaler, failing the test if the options are
 // refused.
-func newRescaler(t *testing.T, s retail.Views, opts retail.ViewRescalerOptions) *retail.ViewRescaler {
+func newRescaler(t *testing.T, s retail.Store, opts retail.ViewRescalerOptions) *retail.ViewRescaler {
 	t.Helper()
 	r, err := retail.NewViewRescaler(s, opts)
 	if err != nil {
@@ -59,7 +59,7 @@ func TestViewRescaler_ScalesCountsAndKeepsTop(t *testing.T) {
 // flakyViews fails the first failures rescales, and counts the others that
 // succeed.
 type flakyViews struct {
-	retail.Views
+	retail.Store
 	failWith error
 	rescaled chan struct{} // closed by the first rescale that succeeds
 
@@ -68,8 +68,8 @@ type flakyViews struct {
 	rescales int
 }
 
-func newFlakyViews(s retail.Views, failures int, failWith error) *flakyViews {
-	return &flakyViews{Views: s, failWith: failWith, failures: failures, rescaled: make(chan struct{})}
+func newFlakyViews(s retail.Store, failures int, failWith error) *flakyViews {
+	return &flakyViews{Store: s, failWith: failWith, failures: failures, rescaled: make(chan struct{})}
 }
 
 func (v *flakyViews) RescaleViews(ctx context.Context, keep int, factor float64) error {
@@ -80,7 +80,7 @@ func (v *flakyViews) RescaleViews(ctx context.Context, keep int, factor float64)
 		return v.failWith
 	}
 	// Under the lock, so that count is exact whenever it is read.
-	err := v.Views.RescaleViews(ctx, keep, factor)
+	err := v.Store.RescaleViews(ctx, keep, factor)
 	if err == nil {
 		if v.rescales == 0 {
 			close(v.rescaled)

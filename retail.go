@@ -29,11 +29,14 @@ import (
 // The package [github.com/retailkit/retail/conformance] is the executable form
 // of this contract; every implementation must pass it unchanged.
 //
-// Store has an unexported method, through which the policies built over a
-// Store (PageCache and the workers) find its counters (see [Stats]): its
-// implementations are the Stores that [NewStore] returns and the types
-// that embed one, as the backends' Store types and any decorator of a Store
-// do.
+// The policies built over a Store ([PageCache], [SessionCleaner],
+// [RowCacher], [ViewRescaler]) take a Store, not one of its parts: they
+// count into its [Stats] through an unexported method of Store, and take
+// turns with the workers of the other processes sharing its data through
+// its [Coordinator]. So Store's implementations are the Stores that
+// [NewStore] returns and the types that embed one, as the backends' Store
+// types and any decorator of a Store do; a decorator passes both on to the
+// Store it embeds, unless it overrides Claim.
 type Store interface {
 	Sessions
 	SessionValues

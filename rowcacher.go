@@ -67,9 +67,9 @@ type RowCacher struct {
 }
 
 // NewRowCacher returns a cacher of s's scheduled rows that loads them with
-// load. It returns an error matching [ErrInvalid] if s or load is nil or an
-// option is out of range.
-func NewRowCacher(s Rows, load RowLoader, opts RowCacherOptions) (*RowCacher, error) {
+// load and counts into s's [Stats]. It returns an error matching
+// [ErrInvalid] if s or load is nil or an option is out of range.
+func NewRowCacher(s Store, load RowLoader, opts RowCacherOptions) (*RowCacher, error) {
 	const op = "NewRowCacher"
 	switch {
 	case s == nil:
@@ -88,8 +88,7 @@ func NewRowCacher(s Rows, load RowLoader, opts RowCacherOptions) (*RowCacher, er
 	if err := checkClaimLimit(op, "Batch", opts.Batch); err != nil {
 		return nil, err
 	}
-	stats, _ := countersOf(s)
-	return &RowCacher{rows: s, load: load, opts: opts, stats: stats}, nil
+	return &RowCacher{rows: s, load: load, opts: opts, stats: s.statCounters()}, nil
 }
 
 // Run refreshes due rows until ctx ends, and then returns nil. If the Store

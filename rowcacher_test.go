@@ -48,7 +48,7 @@ func cachedRow(t *testing.T, s retail.Rows, row string) (inventoryRow, bool) {
 
 // newRowCacher returns a RowCacher, failing the test if the options are
 // refused.
-func newRowCacher(t *testing.T, s retail.Rows, load retail.RowLoader, opts retail.RowCacherOptions) *retail.RowCacher {
+func newRowCacher(t *testing.T, s retail.Store, load retail.RowLoader, opts retail.RowCacherOptions) *retail.RowCacher {
 	t.Helper()
 	c, err := retail.NewRowCacher(s, load, opts)
 	if err != nil {

@@ -10,9 +10,9 @@ import "sync/atomic"
 // returned, since it was created: its own calls, and the work of the
 // policies built over it, which count into it: [PageCache] (and HTTP
 // middleware built on it, such as retailhttp.PageMiddleware),
-// [SessionCleaner] and [RowCacher]. A policy built over something that
-// neither is a Store nor embeds one counts nowhere. Processes that share one
-// Redis each count their own.
+// [SessionCleaner] and [RowCacher]. Those take a Store, so a policy built
+// over a decorator of a Store (a type that embeds one) counts into the
+// Store it decorates. Processes that share one Redis each count their own.
 //
 // Every field only grows, except CleaningLag, which is a gauge. Each field is
 // read atomically, but not all at one instant: a snapshot taken while
@@ -117,9 +117,9 @@ type Stats struct {
 
 	// ClientCacheHits and ClientCacheMisses count the backend's reads of
 	// cacheable data that were served from process memory and that went
-	// to the server, for a backend with a client-side cache (one whose
-	// driver implements [driver.CacheCounter], such as Redis with
-	// rueidis's caching); both are 0 for other backends.
+	// to the server, for a backend with a client-side cache (such as Redis
+	// with rueidis's caching), as its driver reports them (see
+	// driver.Store's CacheCounts); both are 0 for other backends.
 	ClientCacheHits, ClientCacheMisses uint64
 }
 
@@ -143,7 +143,7 @@ type counters struct {
 	rowsRefreshed, rescales                              counter
 }
 
-// snapshot reads every counter; the driver's, if any, are the caller's.
+// snapshot reads every counter; the driver's cache counts are the caller's.
 func (c *counters) snapshot() Stats {
 	return Stats{
 		PageHits:           c.pageHits.Load(),
@@ -168,14 +168,4 @@ func (c *counter) addCount(n int) {
 	if n > 0 {
 		c.Add(uint64(n))
 	}
-}
-
-// countersOf returns the counters of the Store that s is or embeds, and
-// whether it found them. If s is neither, it returns a fresh block that no
-// Stats reads, so that a policy over s counts without checking.
-func countersOf(s any) (c *counters, ok bool) {
-	if h, ok := s.(interface{ statCounters() *counters }); ok {
-		return h.statCounters(), true
-	}
-	return new(counters), false
 }

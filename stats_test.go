@@ -158,21 +158,8 @@ func TestStats_CountsWhatTheDriverReports(t *testing.T) {
 	}
 }
 
-// cachingDriver is a driver with a client-side cache that counts its hits
-// and misses.
-type cachingDriver struct {
-	*fakeDriver
-	hits, misses atomic.Uint64
-}
-
-func (d *cachingDriver) CacheCounts() (hits, misses uint64) {
-	return d.hits.Load(), d.misses.Load()
-}
-
-var _ driver.CacheCounter = (*cachingDriver)(nil)
-
 func TestStats_ClientCacheCountsAreTheDriversAfterCloseToo(t *testing.T) {
-	d := &cachingDriver{fakeDriver: &fakeDriver{}}
+	d := &fakeDriver{}
 	s := unbuffered(d)
 	d.hits.Store(7)
 	d.misses.Store(3)
@@ -187,13 +174,6 @@ func TestStats_ClientCacheCountsAreTheDriversAfterCloseToo(t *testing.T) {
 	want.ClientCacheHits++
 	if diff := cmp.Diff(want, s.Stats()); diff != "" {
 		t.Errorf("Stats after Close mismatch (-want +got):\n%s", diff)
-	}
-}
-
-func TestStats_ClientCacheCountsAreZeroWithoutACacheCounter(t *testing.T) {
-	s := unbuffered(&fakeDriver{})
-	if got := s.Stats(); got.ClientCacheHits != 0 || got.ClientCacheMisses != 0 {
-		t.Errorf("Stats() client cache = %d hits, %d misses, want 0, 0", got.ClientCacheHits, got.ClientCacheMisses)
 	}
 }
 

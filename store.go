@@ -52,7 +52,6 @@ type store struct {
 	d      driver.Store
 	closed atomic.Bool
 	stats  counters
-	claims claims      // Claim's turns, for a driver that is no driver.Claimer
 	views  *viewBuffer // nil if views go to the driver at once
 }
 
@@ -78,9 +77,7 @@ func (s *store) statCounters() *counters { return &s.stats }
 
 func (s *store) Stats() Stats {
 	st := s.stats.snapshot()
-	if cc, ok := s.d.(driver.CacheCounter); ok {
-		st.ClientCacheHits, st.ClientCacheMisses = cc.CacheCounts()
-	}
+	st.ClientCacheHits, st.ClientCacheMisses = s.d.CacheCounts()
 	return st
 }
 
@@ -368,11 +365,7 @@ func (s *store) RepairSessions(ctx context.Context) (int, error) {
 	if err := s.begin(ctx); err != nil {
 		return 0, fail(op, "", err)
 	}
-	r, ok := s.d.(driver.Repairer)
-	if !ok {
-		return 0, nil
-	}
-	repaired, err := r.RepairSessions(ctx)
+	repaired, err := s.d.RepairSessions(ctx)
 	s.stats.sessionsRepaired.addCount(repaired)
 	if err != nil {
 		return repaired, fail(op, "", err)

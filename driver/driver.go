@@ -22,6 +22,13 @@
 // package names (MaxCartLines, MaxSessionValues, MaxCartCount) is the
 // driver's to enforce where it depends on stored state.
 //
+// Every method is required, those that only some drivers have work for
+// included (Claim, RepairSessions, CacheCounts): a driver says what it does
+// by how it implements each, and the retail package never type-asserts a
+// driver for more. So a decorator of a driver that embeds a driver.Store
+// (to trace or time its calls) keeps every ability of the driver beneath
+// it.
+//
 // Beyond that, each method's contract is the one documented on the
 // corresponding method of retail.Store; this package documents only what
 // differs. The conformance suite (github.com/retailkit/retail/conformance)
@@ -167,52 +174,41 @@ type Store interface {
 	// counts by factor, which is in (0, 1].
 	RescaleViews(ctx context.Context, keep int, factor float64) error
 
+	// Claim claims turn number turn of the work named name for owner if no
+	// owner claimed it or a later turn, and reports whether owner holds it
+	// (see retail.Coordinator): it is how the workers of every process
+	// sharing the data take turns. It is atomic across everything that
+	// shares the data: the processes sharing a server, for a driver such
+	// as Redis; the goroutines of the process, for a driver whose data
+	// lives in it, which keeps its claims in process memory. The claim is
+	// kept for at least hold.
+	Claim(ctx context.Context, name, owner string, turn int64, hold time.Duration) (bool, error)
+
+	// RepairSessions finds the sessions that the driver's indexes miss (so
+	// that SessionCount does not count them, CleanSessions never removes
+	// them, or LogoutUser does not end them) and indexes them, and removes
+	// index entries whose session has long been gone; it returns how many
+	// entries it found wrong. Such entries are left by a failure between
+	// the steps of a call that writes a session and its index entries
+	// separately, such as on Redis Cluster, where they live on different
+	// nodes and a master that fails over loses the writes its replica had
+	// not received. A driver that writes each session and its entries in
+	// one atomic step has nothing to repair and returns 0. It may run while
+	// other calls do, in several processes at once.
+	RepairSessions(ctx context.Context) (int, error)
+
+	// CacheCounts returns how many reads of cacheable data the driver has
+	// served from a client-side cache in process memory (hits) and from
+	// its server (misses) since it was created; retail.Stats reports them
+	// as ClientCacheHits and ClientCacheMisses. A driver without such a
+	// cache returns 0, 0. Neither count ever decreases. Every Stats calls
+	// it, so it must be cheap (a few atomic loads), safe for concurrent
+	// use, and work after Close.
+	CacheCounts() (hits, misses uint64)
+
 	// Close releases the driver's resources. The wrapper calls it once, on
 	// the first Close of the Store; its error is returned from that Close.
 	Close() error
-}
-
-// Claimer is implemented by a driver whose data several processes share,
-// such as Redis, so that their workers can divide recurring work (see
-// retail.Coordinator). For a driver that is not one, retail.NewStore keeps
-// the claims in process memory, which serves a driver whose data lives in
-// the process.
-type Claimer interface {
-	// Claim claims turn number turn of the work named name for owner if no
-	// owner claimed it or a later turn, atomically across every process
-	// sharing the data, and reports whether owner holds it. The claim is
-	// kept for at least hold. Arguments are valid (see retail.Coordinator).
-	Claim(ctx context.Context, name, owner string, turn int64, hold time.Duration) (bool, error)
-}
-
-// Repairer is implemented by a driver whose calls write a session and its
-// index entries in separate steps that a failure can part, such as Redis
-// Cluster, where they live on different nodes and a master that fails over
-// loses the writes its replica had not received. retail.Sessions'
-// RepairSessions calls it; for a driver that is not one, which writes each
-// session and its entries in one atomic step, there is nothing to repair.
-type Repairer interface {
-	// RepairSessions finds the sessions that the driver's indexes miss
-	// (so that SessionCount does not count them, CleanSessions never
-	// removes them, or LogoutUser does not end them) and indexes them,
-	// and removes index entries whose session has long been gone. It
-	// returns how many entries it found wrong. It may run while other
-	// calls do, in several processes at once.
-	RepairSessions(ctx context.Context) (int, error)
-}
-
-// CacheCounter is implemented by a driver that keeps a client-side cache:
-// reads served from process memory instead of the server. The Store's Stats
-// (see retail.Stats) reports its counts as ClientCacheHits and
-// ClientCacheMisses, and reports zeros for a driver that does not implement
-// it.
-type CacheCounter interface {
-	// CacheCounts returns how many reads of cacheable data the driver has
-	// served from its client-side cache (hits) and from the server
-	// (misses) since it was created. Neither count ever decreases. It is
-	// called by every Stats, so it must be cheap (a few atomic loads), safe
-	// for concurrent use, and work after Close.
-	CacheCounts() (hits, misses uint64)
 }
 
 // Status is the outcome of a write that depends on a session's state.

@@ -56,15 +56,9 @@ func view(t *testing.T, s retail.Sessions, item string, times int) {
 	}
 }
 
-// pageStore is the part of a Store that a PageCache uses.
-type pageStore interface {
-	retail.Pages
-	retail.Views
-}
-
 // newPageCache returns a PageCache over s with opts, failing the test on
 // an error.
-func newPageCache(t *testing.T, s pageStore, opts retail.PageCacheOptions) *retail.PageCache {
+func newPageCache(t *testing.T, s retail.Store, opts retail.PageCacheOptions) *retail.PageCache {
 	t.Helper()
 	c, err := retail.NewPageCache(s, opts)
 	if err != nil {

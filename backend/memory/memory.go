@@ -119,6 +119,8 @@ type store struct {
 	rows     map[string]*rowEntry
 	schedule rowHeap
 	rowData  map[string][]byte
+
+	claims claims // the workers' turns (workers.go)
 }
 
 var (
