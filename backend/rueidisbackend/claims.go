@@ -24,7 +24,7 @@ redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. ARGV[2], 'PX', ARGV[3])
 return 1
 `)
 
-// Claim implements driver.Claimer with one script on the work's key, so
+// Claim implements driver.Store with one script on the work's key, so
 // that the workers of every process sharing the server or cluster take
 // turns (see retail.Coordinator). The key lives hold plus TTLSlack, as
 // every key's TTL is a safety net beyond the time the Store's clock gives

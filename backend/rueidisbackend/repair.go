@@ -32,7 +32,7 @@ import (
 // many sessions one round trip of a repair checks.
 const repairBatch = 1000
 
-// RepairSessions implements driver.Repairer. On a single server every call
+// RepairSessions implements driver.Store. On a single server every call
 // writes a session and its index entries in one script, so there is nothing
 // to repair and it returns at once. In a cluster it first sends the index
 // and view writes this process deferred while their node was unreachable

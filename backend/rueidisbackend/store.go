@@ -210,7 +210,7 @@ func (s *Store) CacheStats() CacheStats {
 	return CacheStats{Hits: s.d.hits.Load(), Misses: s.d.misses.Load()}
 }
 
-// CacheCounts implements driver.CacheCounter, so that the Store's Stats
+// CacheCounts implements driver.Store, so that the Store's Stats
 // report the client-side cache's hits and misses (see CacheStats).
 func (s *store) CacheCounts() (hits, misses uint64) {
 	return s.hits.Load(), s.misses.Load()
