@@ -10,7 +10,9 @@
 -- ARGV: the settings (see session.lua), the most lines and the largest
 -- count; then, per call, the item, the count or increment, and "set" or
 -- "add".
--- Answers, per call: {OK, the line's count (0 if removed)} or {status}.
+-- Answers, per call: {NO_SESSION}, or {status, the line's count (0 if
+-- removed, or refused), the session's user, its created ms}: the caller
+-- checks that the user did not log out of it everywhere.
 settings()
 local MAX_LINES, MAX_COUNT = tonumber(ARGV[6]), tonumber(ARGV[7])
 
@@ -18,6 +20,7 @@ local function write(key, item, n, mode)
   local field = 'cart:' .. item
   local s = load(key, field, '#cart')
   if not s or not s.live then return {NO_SESSION} end
+  local function answer(st, count) return {st, count, s.user, s.createdMs} end
   local old, lines = tonumber(s.extra[1] or 0), tonumber(s.extra[2] or 0)
   local count = tonumber(n)
   if mode == 'add' then count = old + count end
@@ -26,18 +29,18 @@ local function write(key, item, n, mode)
       redis.call('HDEL', key, field)
       if lines <= 1 then redis.call('HDEL', key, '#cart') else redis.call('HINCRBY', key, '#cart', -1) end
     end
-    return {OK, 0}
+    return answer(OK, 0)
   end
-  if count > MAX_COUNT then return {TOO_MANY} end
+  if count > MAX_COUNT then return answer(TOO_MANY, 0) end
   if mode == 'add' then n = string.format('%d', count) end
   if old ~= 0 then
     redis.call('HSET', key, field, n)
   elseif lines >= MAX_LINES then
-    return {FULL}
+    return answer(FULL, 0)
   else
     redis.call('HSET', key, field, n, '#cart', string.format('%d', lines + 1))
   end
-  return {OK, count}
+  return answer(OK, count)
 end
 
 local out = {}

@@ -3,6 +3,7 @@ package rueidisbackend
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -21,9 +22,6 @@ var cartLimits = []string{itoa(retail.MaxCartLines), itoa(retail.MaxCartCount)}
 
 // writeCart runs cart.lua on token's session.
 func (s *store) writeCart(ctx context.Context, token, item string, n int, mode string) (int, driver.Status, error) {
-	if out, err := s.revokedToken(ctx, token); out || err != nil {
-		return 0, driver.NoSession, err
-	}
 	key := s.k.session(token)
 	msg, err := s.runBatched(ctx, s.batches.cart, cartWrite, batchCall{
 		head: s.sessionArgs(s.nowMs(), cartLimits...),
@@ -39,14 +37,24 @@ func (s *store) writeCart(ctx context.Context, token, item string, n int, mode s
 		return 0, 0, err
 	}
 	st, err := status(reply)
-	if err != nil || st != driver.OK {
+	if err != nil || st == driver.NoSession {
 		return 0, st, err
 	}
-	if len(reply) < 2 {
+	if len(reply) < 4 {
 		return 0, 0, errShortReply
 	}
-	count, err := reply[1].AsInt64()
-	return int(count), driver.OK, err
+	count, err1 := reply[1].AsInt64()
+	user, err2 := reply[2].ToString()
+	created, err3 := reply[3].AsInt64()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return 0, 0, err
+	}
+	// A session its user logged out of everywhere is absent: it goes, and
+	// what was just written with it.
+	if out, err := s.revokedLogin(ctx, token, user, created); out || err != nil {
+		return 0, driver.NoSession, err
+	}
+	return int(count), st, nil
 }
 
 // AddToCart implements driver.Store with one script on the session's slot.

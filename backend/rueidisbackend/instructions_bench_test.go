@@ -88,7 +88,7 @@ func BenchmarkScriptInstructions(b *testing.B) {
 	}{
 		{"UpdateToken", s.batches.update, func(i int) batchCall {
 			stamp, now := s.nextStamp()
-			c := s.sessionCall(now, s.k.session(token(i)), token(i), seenValue(stamp, now), user(i), item())
+			c := s.sessionCall(now, s.k.session(token(i)), token(i), seenValue(stamp, now), user(i), item(), "")
 			c.keys = append(c.keys, s.k.user(user(i)))
 			return c
 		}},

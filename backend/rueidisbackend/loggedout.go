@@ -59,12 +59,25 @@ func (s *store) revoked(ctx context.Context, user string, created int64) (bool, 
 	return err == nil && created <= at, nil
 }
 
+// loggedOutArg is the instant of user's last LogoutUser, in Unix ms, as a
+// script takes it, read through the client-side cache: "" if there was
+// none (or user is "").
+func (s *store) loggedOutArg(ctx context.Context, user string) (string, error) {
+	if user == "" {
+		return "", nil
+	}
+	v, _, err := s.cachedString(ctx, s.k.loggedOut(user))
+	return v, err
+}
+
 // revokedToken reports whether token names a session whose user logged out
 // everywhere after it was logged in (see revoked), reading its login
-// through the client-side cache. Calls that read or write a session ask it
-// first, and treat such a session as absent: its data stays until
-// cleaning, expiry or a Logout removes it, but no call returns or changes
-// it.
+// through the client-side cache. Every call treats such a session as
+// absent, and removes it (see revokedLogin): the reads and RenewSession
+// ask before they act; UpdateToken passes the instant to its script, which
+// replaces such a session; the cart and value writes ask after their
+// script, which answers the session's user and login, and then report
+// that there was no session.
 func (s *store) revokedToken(ctx context.Context, token string) (bool, error) {
 	l, _, found, err := s.cachedSession(ctx, s.k.session(token))
 	if !found || err != nil {

@@ -180,16 +180,17 @@ var updateToken = sessionScript(updateSrc)
 // user, its user's index is written in a second round trip (in a cluster,
 // or to remove a former user's entry).
 func (s *store) UpdateToken(ctx context.Context, token, user, item string) error {
-	// A session its user logged out of everywhere is absent (revokedToken
-	// removes it): replaced by a new one, as an expired one is.
-	if _, err := s.revokedToken(ctx, token); err != nil {
+	// A session of user logged in before user's last LogoutUser is
+	// absent: the script replaces it by a new one, as an expired one. (A
+	// session of another user, this call logs in again.)
+	out, err := s.loggedOutArg(ctx, user)
+	if err != nil {
 		return err
 	}
 	stamp, now := s.nextStamp()
 	key := s.k.session(token)
-	c := s.sessionCall(now, key, token, seenValue(stamp, now), user, item)
+	c := s.sessionCall(now, key, token, seenValue(stamp, now), user, item, out)
 	var msg rueidis.RedisMessage
-	var err error
 	if s.cluster {
 		// The index entry goes with the script; if its node fails, it is
 		// kept for later (deferred.go).

@@ -12,7 +12,9 @@
 -- per call, the session and, on a single server, its user's index.
 -- ARGV: the settings (see session.lua), "1" if KEYS[1] is the index, the
 -- recent limit; then, per call, the token, the seen value to write, the
--- user and the item ("" for none).
+-- user, the item ("" for none) and the Unix ms of the user's last
+-- LogoutUser ("" if none): a session of the user logged in at or before it
+-- is over, and replaced as an expired one is (see loggedout.go).
 -- Answers, per call: {fresh, login, cstamp, replaced}: fresh is 1 if the
 -- session is new, else 0; login the login written, or false; cstamp the
 -- session's created stamp; replaced the login of the session it replaced,
@@ -21,11 +23,11 @@ settings()
 local index = ARGV[6] == '1' and KEYS[1]
 local limit = tonumber(ARGV[7])
 
-local function update(key, users, token, seen, user, item)
+local function update(key, users, token, seen, user, item, out)
   local s = load(key)
   local fresh, login, replaced = 0, false, false
   local cstamp, createdMs
-  if s and s.live then
+  if s and s.live and not (s.user == user and out ~= '' and s.createdMs <= tonumber(out)) then
     cstamp, createdMs = s.cstamp, s.createdMs
     if s.user ~= user then
       local created
@@ -58,8 +60,8 @@ local function update(key, users, token, seen, user, item)
 end
 
 local first, per, out = index and 1 or 0, index and 2 or 1, {}
-for j = 1, (#ARGV - 7) / 4 do
-  local k, a = first + per * (j - 1), 7 + 4 * (j - 1)
-  out[j] = update(KEYS[k + 1], KEYS[k + 2], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
+for j = 1, (#ARGV - 7) / 5 do
+  local k, a = first + per * (j - 1), 7 + 5 * (j - 1)
+  out[j] = update(KEYS[k + 1], KEYS[k + 2], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5])
 end
 return out

@@ -3,6 +3,7 @@ package rueidisbackend
 import (
 	"context"
 	_ "embed"
+	"errors"
 
 	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/driver"
@@ -17,9 +18,6 @@ var maxSessionValues = itoa(retail.MaxSessionValues)
 
 // SetValue implements driver.Store with one script on the session's slot.
 func (s *store) SetValue(ctx context.Context, token, key string, value []byte) (driver.Status, error) {
-	if out, err := s.revokedToken(ctx, token); out || err != nil {
-		return driver.NoSession, err
-	}
 	k := s.k.session(token)
 	reply, err := s.do(ctx, s.scriptCall(setValue, []string{k},
 		s.sessionArgs(s.nowMs(), key, string(value), maxSessionValues)))[0].ToArray()
@@ -27,7 +25,24 @@ func (s *store) SetValue(ctx context.Context, token, key string, value []byte) (
 	if err != nil {
 		return 0, err
 	}
-	return status(reply)
+	st, err := status(reply)
+	if err != nil || st == driver.NoSession {
+		return st, err
+	}
+	if len(reply) < 3 {
+		return 0, errShortReply
+	}
+	user, err1 := reply[1].ToString()
+	created, err2 := reply[2].AsInt64()
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	// A session its user logged out of everywhere is absent: it goes, and
+	// the value just written with it.
+	if out, err := s.revokedLogin(ctx, token, user, created); out || err != nil {
+		return driver.NoSession, err
+	}
+	return st, nil
 }
 
 // Value implements driver.Store: the session's values, read through the
