@@ -35,8 +35,9 @@ type ownWrites struct {
 }
 
 type ownShard struct {
-	mu sync.Mutex
-	m  map[string]written
+	mu    sync.Mutex
+	m     map[string]written
+	swept time.Time // when records older than forgetAfter were last dropped
 }
 
 type written struct {
@@ -62,6 +63,17 @@ func (o *ownWrites) wrote(key string, value []byte) {
 	o.put(key, written{sum: maphash.Bytes(seed, value), at: time.Now()})
 }
 
+// wroteArray records that a read of key answers the array elems, as
+// HMGET of the fields a script wrote and returned.
+func (o *ownWrites) wroteArray(key string, elems []rueidis.RedisMessage) {
+	sum, ok := digestArray(elems)
+	if !ok {
+		o.changed(key)
+		return
+	}
+	o.put(key, written{sum: sum, at: time.Now()})
+}
+
 // deleted records that key no longer exists.
 func (o *ownWrites) deleted(key string) { o.put(key, written{absent: true, at: time.Now()}) }
 
@@ -82,9 +94,10 @@ func (o *ownWrites) put(key string, w written) {
 		o.n.Add(1)
 	}
 	sh.m[key] = w
-	if len(sh.m)%256 == 0 {
+	if w.at.Sub(sh.swept) > time.Second {
+		sh.swept = w.at
 		for k, v := range sh.m {
-			if time.Since(v.at) > forgetAfter {
+			if w.at.Sub(v.at) > forgetAfter {
 				delete(sh.m, k)
 				o.n.Add(-1)
 			}
@@ -175,23 +188,12 @@ func digest(msg rueidis.RedisMessage) (uint64, bool) {
 	if b, err := msg.AsBytes(); err == nil {
 		return maphash.Bytes(seed, b), true
 	}
-	var h maphash.Hash
-	h.SetSeed(seed)
 	if msg.IsArray() {
 		elems, _ := msg.ToArray()
-		h.WriteString("array\x00")
-		for _, e := range elems {
-			if e.IsNil() {
-				h.WriteString("\x01nil")
-			} else if b, err := e.AsBytes(); err == nil {
-				h.Write(b)
-			} else {
-				return 0, false
-			}
-			h.WriteByte(0)
-		}
-		return h.Sum64(), true
+		return digestArray(elems)
 	}
+	var h maphash.Hash
+	h.SetSeed(seed)
 	m, err := msg.AsStrMap()
 	if err != nil {
 		return 0, false
@@ -206,6 +208,24 @@ func digest(msg rueidis.RedisMessage) (uint64, bool) {
 		h.WriteString(f)
 		h.WriteByte(0)
 		h.WriteString(m[f])
+		h.WriteByte(0)
+	}
+	return h.Sum64(), true
+}
+
+// digestArray hashes the elements of an array reply, strings or nils.
+func digestArray(elems []rueidis.RedisMessage) (uint64, bool) {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	h.WriteString("array\x00")
+	for _, e := range elems {
+		if e.IsNil() {
+			h.WriteString("\x01nil")
+		} else if b, err := e.AsBytes(); err == nil {
+			h.Write(b)
+		} else {
+			return 0, false
+		}
 		h.WriteByte(0)
 	}
 	return h.Sum64(), true

@@ -12,8 +12,9 @@
 -- ARGV: the settings (see session.lua), "1" if KEYS[1] is the index, the
 -- recent limit; then, per call, the token, the seen value to write and the
 -- item ("" for none).
--- Answers, per call: {NO_SESSION}, {OK, user} or, if the login was
--- rewritten, {OK, user, login, the session's stamp}.
+-- Answers, per call: {NO_SESSION}, or {OK, user, login, recent, stamp}:
+-- the login and recent items the session now holds (recent false if none),
+-- and its stamp if the login was rewritten, else false.
 settings()
 local index = ARGV[6] == '1' and KEYS[1]
 local limit = tonumber(ARGV[7])
@@ -23,11 +24,11 @@ local function refresh(key, token, seen, item)
   if not s or not s.live then return {NO_SESSION} end
   local recent = withItem(s.recent, item, limit)
   local touch = due(s.deadline)
-  if not touch and not recent then return {OK, s.user} end
+  if not touch and not recent then return {OK, s.user, s.login, s.recent or false, false} end
   seen = newerSeen(s.seen, seen)
   if not touch then
     redis.call('HSET', key, 'seen', seen, 'recent', recent)
-    return {OK, s.user}
+    return {OK, s.user, s.login, recent, false}
   end
   local login = s.created .. ' ' .. NEWD .. ' ' .. s.user
   if recent then
@@ -38,7 +39,7 @@ local function refresh(key, token, seen, item)
   redis.call('PEXPIRE', key, keyTTL(s.createdMs, NOW + IDLE))
   local stamp = stampOf(seen)
   if index then redis.call('ZADD', index, stamp, token) end
-  return {OK, s.user, login, stamp}
+  return {OK, s.user, login, recent or s.recent or false, stamp}
 end
 
 local first, out = index and 1 or 0, {}

@@ -120,24 +120,22 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 	if st, err := status(reply); err != nil || st != driver.OK {
 		return "", false, err
 	}
-	if len(reply) != 2 && len(reply) != 4 {
+	if len(reply) != 5 {
 		return "", false, errShortReply
 	}
 	user, err := reply[1].ToString()
 	if err != nil {
 		return "", false, err
 	}
-	if item != "" || len(reply) == 4 {
-		s.sessionWritten(key, false)
+	entry, moved, err := optString(reply[4])
+	if err != nil {
+		return "", false, err
 	}
-	if s.cluster && len(reply) == 4 {
+	s.sessionHolds(key, reply[2:4], item != "" || moved)
+	if s.cluster && moved {
 		// The session is refreshed: a failed move of the index entry is
 		// left to cleaning, which moves lagging entries up.
-		stamp, err := reply[3].ToString()
-		if err != nil {
-			return "", false, err
-		}
-		s.withDeferred(ctx, s.bumpCall(token, stamp))
+		s.withDeferred(ctx, s.bumpCall(token, entry))
 	}
 	return user, true, nil
 }
@@ -212,25 +210,27 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	if err != nil {
 		return err
 	}
-	s.sessionWritten(key, false)
 	reply, err := msg.ToArray()
 	if err != nil {
+		s.sessionWritten(key, false)
 		return err
 	}
-	if len(reply) < 4 {
+	if len(reply) != 5 {
+		s.sessionWritten(key, false)
 		return errShortReply
 	}
+	s.sessionHolds(key, reply[1:3], true)
 	fresh, err := reply[0].AsInt64()
 	if err != nil {
 		return err
 	}
-	prev, replaced, err := optString(reply[3])
+	prev, replaced, err := optString(reply[4])
 	if err != nil || fresh == 0 && !replaced {
 		return err
 	}
 	var more []call
 	if s.cluster && user != "" {
-		cstamp, err := reply[2].ToString()
+		cstamp, err := reply[3].ToString()
 		if err != nil {
 			return err
 		}

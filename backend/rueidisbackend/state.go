@@ -216,6 +216,17 @@ func (s *store) sessionWritten(key string, deleted bool) {
 	}
 }
 
+// sessionHolds records that the session in key holds the login and
+// recent items view (as HMGET key login recent answers), as a script that
+// read or wrote it answered, and, if wrote, that its other fields may have
+// changed too (see ownWrites).
+func (s *store) sessionHolds(key string, view []rueidis.RedisMessage, wrote bool) {
+	s.own.wroteArray(key, view)
+	if wrote {
+		s.own.changed(key + allRecord)
+	}
+}
+
 // liveSession reports whether token's session, in key, is live, and
 // returns its login and recent items, read through the client-side cache:
 // before the login's coarse deadline the session is surely live (within

@@ -15,10 +15,11 @@
 -- user, the item ("" for none) and the Unix ms of the user's last
 -- LogoutUser ("" if none): a session of the user logged in at or before it
 -- is over, and replaced as an expired one is (see loggedout.go).
--- Answers, per call: {fresh, login, cstamp, replaced}: fresh is 1 if the
--- session is new, else 0; login the login written, or false; cstamp the
--- session's created stamp; replaced the login of the session it replaced,
--- or of the session whose user it changed, or false.
+-- Answers, per call: {fresh, login, recent, cstamp, replaced}: fresh is 1
+-- if the session is new, else 0; login and recent what the session now
+-- holds (recent false if none); cstamp its created stamp; replaced the
+-- login of the session it replaced, or of the session whose user it
+-- changed, or false.
 settings()
 local index = ARGV[6] == '1' and KEYS[1]
 local limit = tonumber(ARGV[7])
@@ -56,7 +57,7 @@ local function update(key, users, token, seen, user, item, out)
     if index then redis.call('ZADD', index, stampOf(seen), token) end
   end
   if index and user ~= '' and (fresh == 1 or replaced) then indexUser(users, token, cstamp) end
-  return {fresh, login, cstamp, replaced}
+  return {fresh, login or s.login, recent or (s and s.recent) or false, cstamp, replaced}
 end
 
 local first, per, out = index and 1 or 0, index and 2 or 1, {}
