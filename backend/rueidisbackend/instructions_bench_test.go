@@ -22,7 +22,8 @@ import (
 // runs on a shared machine, more than a change to a script usually saves.
 // It starts its own redis-server under valgrind, loads 5,000 sessions with
 // full recent lists and one cart line, and sends batches of 32 calls through
-// the Store's batchers, counting only while they run. It needs valgrind and
+// the Store's batchers (RETAIL_CALLGRIND_BATCH sets another size), counting
+// only while they run. It needs valgrind and
 // is slow (valgrind runs the server some 50 times slower), so it runs only
 // with RETAIL_CALLGRIND=1:
 //
@@ -53,7 +54,11 @@ func BenchmarkScriptInstructions(b *testing.B) {
 		b.Fatal(err)
 	}
 	s := st.d
-	const sessions, items, batch, rounds = 5000, 1000, 32, 100
+	const sessions, items, rounds = 5000, 1000, 100
+	batch := 32 // calls a batch; RETAIL_CALLGRIND_BATCH=1 counts calls sent one by one
+	if n, err := strconv.Atoi(os.Getenv("RETAIL_CALLGRIND_BATCH")); err == nil && n > 0 {
+		batch = n
+	}
 	token := func(i int) string { return fmt.Sprintf("%032x", i) }
 	user := func(i int) string { return "user-" + strconv.Itoa(i) }
 	var wg sync.WaitGroup
