@@ -3,8 +3,8 @@ package rueidisbackend
 import (
 	"context"
 	_ "embed"
+	"strconv"
 
-	"github.com/redis/rueidis"
 	"github.com/retailkit/retail/driver"
 )
 
@@ -172,11 +172,13 @@ var updateSrc string
 
 var updateToken = sessionScript(updateSrc)
 
-// UpdateToken implements driver.Store in one round trip: on a single
-// server one script; in a cluster the session script and the index entry
-// (on its own slot), sent together. When the session is new or changes
-// user, its user's index is written in a second round trip (in a cluster,
-// or to remove a former user's entry).
+// UpdateToken implements driver.Store: on a single server one script,
+// which also writes the indexes. In a cluster the script runs on the
+// session's slot, and the indexes, on slots of their own, are written in a
+// second round trip when they change: the session index when the login was
+// written (the session is new, changed user, or was last written
+// TouchEvery ago), the user's when the session is new or changed user. So
+// most calls leave the index's master alone, and a cluster spreads them.
 func (s *store) UpdateToken(ctx context.Context, token, user, item string) error {
 	// A session of user logged in before user's last LogoutUser is
 	// absent: the script replaces it by a new one, as an expired one. (A
@@ -188,25 +190,10 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	stamp, now := s.nextStamp()
 	key := s.k.session(token)
 	c := s.sessionCall(now, key, token, seenValue(stamp, now), user, item, out)
-	var msg rueidis.RedisMessage
-	if s.cluster {
-		// The index entry goes with the script; if its node fails, it is
-		// kept for later (deferred.go).
-		res := s.withDeferred(ctx, s.scriptCall(updateToken, c.keys, concat(c.head, c.args)), s.indexCall(token, stamp))
-		if res[1].Error() != nil {
-			s.deferred.keep(map[string]float64{token: stamp})
-		}
-		var replies []rueidis.RedisMessage
-		if replies, err = res[0].ToArray(); err == nil && len(replies) != 1 {
-			err = errShortReply
-		}
-		if err == nil {
-			msg = replies[0]
-		}
-	} else {
+	if !s.cluster {
 		c.keys = append(c.keys, s.k.user(user))
-		msg, err = s.runBatched(ctx, s.batches.update, updateToken, c)
 	}
+	msg, err := s.runBatched(ctx, s.batches.update, updateToken, c)
 	if err != nil {
 		return err
 	}
@@ -215,7 +202,7 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 		s.sessionWritten(key, false)
 		return err
 	}
-	if len(reply) != 5 {
+	if len(reply) != 6 {
 		s.sessionWritten(key, false)
 		return errShortReply
 	}
@@ -225,19 +212,43 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 		return err
 	}
 	prev, replaced, err := optString(reply[4])
-	if err != nil || fresh == 0 && !replaced {
+	if err != nil {
+		return err
+	}
+	entry, moved, err := optString(reply[5])
+	if err != nil {
 		return err
 	}
 	var more []call
-	if s.cluster && user != "" {
+	if s.cluster && (fresh == 1 || replaced) && user != "" {
 		cstamp, err := reply[3].ToString()
 		if err != nil {
 			return err
 		}
 		more = append(more, s.addUserCall(user, token, cstamp))
 	}
-	more = append(more, s.unindexDropped(token, prev, user)...)
-	return s.send(ctx, more)
+	if fresh == 1 || replaced {
+		more = append(more, s.unindexDropped(token, prev, user)...)
+	}
+	if !s.cluster || !moved {
+		return s.send(ctx, more)
+	}
+	// The index entry goes with the rest; if its node fails, it is kept
+	// for later (deferred.go).
+	e, err := strconv.ParseFloat(entry, 64)
+	if err != nil {
+		return err
+	}
+	res := s.withDeferred(ctx, append([]call{s.indexCall(token, e)}, more...)...)
+	if res[0].Error() != nil {
+		s.deferred.keep(map[string]float64{token: e})
+	}
+	for _, r := range res[1:] {
+		if err := r.Error(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RecentItems implements driver.Store, reading the session through the

@@ -15,11 +15,12 @@
 -- user, the item ("" for none) and the Unix ms of the user's last
 -- LogoutUser ("" if none): a session of the user logged in at or before it
 -- is over, and replaced as an expired one is (see loggedout.go).
--- Answers, per call: {fresh, login, recent, cstamp, replaced}: fresh is 1
--- if the session is new, else 0; login and recent what the session now
--- holds (recent false if none); cstamp its created stamp; replaced the
--- login of the session it replaced, or of the session whose user it
--- changed, or false.
+-- Answers, per call: {fresh, login, recent, cstamp, replaced, stamp}:
+-- fresh is 1 if the session is new, else 0; login and recent what the
+-- session now holds (recent false if none); cstamp its created stamp;
+-- replaced the login of the session it replaced, or of the session whose
+-- user it changed, or false; stamp the session's stamp if the login was
+-- written (its index entry is due to move), else false.
 settings()
 local index = ARGV[6] == '1' and KEYS[1]
 local limit = tonumber(ARGV[7])
@@ -52,12 +53,14 @@ local function update(key, users, token, seen, user, item, out)
   if login then f[#f + 1], f[#f + 2] = 'login', login end
   if recent then f[#f + 1], f[#f + 2] = 'recent', recent end
   redis.call('HSET', key, unpack(f))
+  local stamp = false
   if login then
     redis.call('PEXPIRE', key, keyTTL(createdMs, NOW + IDLE))
-    if index then redis.call('ZADD', index, stampOf(seen), token) end
+    stamp = stampOf(seen)
+    if index then redis.call('ZADD', index, stamp, token) end
   end
   if index and user ~= '' and (fresh == 1 or replaced) then indexUser(users, token, cstamp) end
-  return {fresh, login or s.login, recent or (s and s.recent) or false, cstamp, replaced}
+  return {fresh, login or s.login, recent or (s and s.recent) or false, cstamp, replaced, stamp}
 end
 
 local first, per, out = index and 1 or 0, index and 2 or 1, {}
