@@ -13,6 +13,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/driver"
+	"github.com/retailkit/retail/internal/settings"
 )
 
 // Defaults for Options.
@@ -70,9 +71,14 @@ type Options struct {
 	TTLSlack time.Duration
 
 	// TouchEvery is how often, at most, a session that only gets visits is
-	// written; see retail.TouchEvery for the default and what it changes.
-	// A visit within it that views no new item costs no round trip: the
-	// session's login and recent items come from the client-side cache.
+	// written; see retail.DefaultTouchEvery for the default and what it
+	// changes. A visit within it that views no new item costs no round
+	// trip: the session's login and recent items come from the client-side
+	// cache.
+	//
+	// IdleTimeout, Lifetime and TouchEvery are kept in whole milliseconds,
+	// rounded up, as every backend keeps them, so that a session never
+	// ends sooner than configured: an IdleTimeout of 1.5 ms is 2 ms.
 	TouchEvery time.Duration
 
 	// ViewFlush is how long the Store adds up item views in its process
@@ -151,11 +157,8 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 	case opts.TTLSlack < 0:
 		return nil, &retail.InputError{Op: op, Arg: "TTLSlack", Reason: "negative"}
 	}
-	var err error
-	if opts.IdleTimeout, opts.Lifetime, err = retail.SessionTimes(op, opts.IdleTimeout, opts.Lifetime); err != nil {
-		return nil, err
-	}
-	if opts.TouchEvery, err = retail.TouchEvery(op, opts.TouchEvery, opts.IdleTimeout); err != nil {
+	times, err := settings.ResolveSessions(op, opts.IdleTimeout, opts.Lifetime, opts.TouchEvery)
+	if err != nil {
 		return nil, err
 	}
 	if opts.Prefix == "" {
@@ -180,9 +183,9 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 		limit:    strconv.Itoa(opts.RecentLimit),
 		cacheTTL: opts.CacheTTL,
 		ttlSlack: opts.TTLSlack,
-		idle:     opts.IdleTimeout.Milliseconds(),
-		touch:    opts.TouchEvery.Milliseconds(),
-		life:     opts.Lifetime.Milliseconds(),
+		idle:     times.Idle,
+		touch:    times.Touch,
+		life:     times.Lifetime,
 		slackArg: i64(opts.TTLSlack.Milliseconds()),
 		cluster:  c.Mode() == rueidis.ClientModeCluster,
 	}
