@@ -199,7 +199,7 @@ func pageURL(r *http.Request) *url.URL {
 func (m *PageMiddleware) canCache(r *http.Request) bool {
 	ok, err := m.cache.CanCache(r.Context(), pageURL(r))
 	if err != nil {
-		logError(r.Context(), m.opts.Logger, "retailhttp: deciding whether a page may be cached failed; not caching", err, keyAttr(r))
+		logError(r.Context(), m.opts.Logger, "retailhttp: deciding whether a page may be cached failed; not caching", err, m.keyAttr(r))
 		return false
 	}
 	return ok
@@ -210,7 +210,7 @@ func (m *PageMiddleware) canCache(r *http.Request) bool {
 func (m *PageMiddleware) serveHead(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	p, ok, err := m.cache.Lookup(r.Context(), pageURL(r))
 	if err != nil {
-		logError(r.Context(), m.opts.Logger, "retailhttp: reading the page cache failed; not caching", err, keyAttr(r))
+		logError(r.Context(), m.opts.Logger, "retailhttp: reading the page cache failed; not caching", err, m.keyAttr(r))
 	}
 	if !ok {
 		passMiss(w, r, next)
@@ -257,7 +257,7 @@ func (m *PageMiddleware) serveGet(w http.ResponseWriter, r *http.Request, next h
 	switch {
 	case rendered:
 		if err != nil {
-			logError(ctx, m.opts.Logger, "retailhttp: writing the page cache failed", err, keyAttr(r))
+			logError(ctx, m.opts.Logger, "retailhttp: writing the page cache failed", err, m.keyAttr(r))
 		}
 		if own != nil {
 			if p == nil {
@@ -276,13 +276,18 @@ func (m *PageMiddleware) serveGet(w http.ResponseWriter, r *http.Request, next h
 		// The client is gone while waiting: there is no one to answer.
 	default:
 		if err != nil {
-			logError(ctx, m.opts.Logger, "retailhttp: reading the page cache failed; not caching", err, keyAttr(r))
+			logError(ctx, m.opts.Logger, "retailhttp: reading the page cache failed; not caching", err, m.keyAttr(r))
 		}
 		passMiss(w, r, next)
 	}
 }
 
-// keyAttr is r's page key, for the log.
-func keyAttr(r *http.Request) slog.Attr {
-	return slog.String("key", retail.PageKey(http.MethodGet, pageURL(r)))
+// keyAttr is the cache key of r's page, for the log. The errors it goes
+// with come from deciding, reading or writing a page with a key; a page
+// without one would be logged by its request URI.
+func (m *PageMiddleware) keyAttr(r *http.Request) slog.Attr {
+	if key, ok := m.cache.Key(pageURL(r)); ok {
+		return slog.String("key", key)
+	}
+	return slog.String("uri", r.URL.RequestURI())
 }

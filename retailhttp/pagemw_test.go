@@ -585,6 +585,10 @@ func TestPageMiddleware_ServesPagesWhenReadingTheCacheFails(t *testing.T) {
 	if n := strings.Count(logs.String(), errPagesDown.Error()); n != 2 {
 		t.Errorf("log has the read error %d times, want 2; log:\n%s", n, logs.String())
 	}
+	// Each names the page by its cache key (no Hosts: no host in it).
+	if n := strings.Count(logs.String(), `key="GET /?item=itemX"`); n != 2 {
+		t.Errorf("log names the page's key %d times, want 2; log:\n%s", n, logs.String())
+	}
 }
 
 func TestPageMiddleware_WaiterWhoseClientLeavesIsNotAnswered(t *testing.T) {
