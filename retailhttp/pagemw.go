@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/internal/hooks"
 )
 
 // The values of the X-Cache header that a [PageMiddleware] sets on the GET
@@ -167,12 +168,12 @@ func (m *PageMiddleware) Handler(next http.Handler) http.Handler {
 		case r.Method != http.MethodGet && r.Method != http.MethodHead:
 			next.ServeHTTP(w, r)
 		case m.opts.Skip(r):
-			m.cache.CountBypass()
+			hooks.CountPageBypass(m.cache)
 			w.Header().Set("X-Cache", CacheBypass)
 			w.Header().Set("Cache-Control", "private, no-cache")
 			next.ServeHTTP(w, r)
 		case !m.canCache(r):
-			m.cache.CountBypass()
+			hooks.CountPageBypass(m.cache)
 			w.Header().Set("X-Cache", CacheBypass)
 			next.ServeHTTP(w, r)
 		case r.Method == http.MethodHead:
