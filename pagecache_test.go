@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/retailkit/retail"
-	"github.com/retailkit/retail/backend/memory"
 )
 
 func mustParse(t *testing.T, raw string) *url.URL {
@@ -57,7 +56,7 @@ func view(t *testing.T, s retail.Sessions, item string, times int) {
 
 // newRankedStore returns a fresh store and its clock, with one view of
 // itemX, so that itemX is ranked and the book's rule caches its page.
-func newRankedStore(t *testing.T) (*memory.Store, *retail.ManualClock) {
+func newRankedStore(t *testing.T) (retail.Store, *retail.ManualClock) {
 	t.Helper()
 	s, clock := newStore(t)
 	view(t, s, "itemX", 1)
@@ -347,7 +346,7 @@ func TestCacheRequest_UsesBookTTL(t *testing.T) {
 
 // failingSetPage is a Store whose page writes fail.
 type failingSetPage struct {
-	*memory.Store
+	retail.Store
 	err error
 }
 
@@ -487,7 +486,7 @@ func TestNewPageCache_TTL(t *testing.T) {
 
 // pageWriteCounter counts the pages written to a Store.
 type pageWriteCounter struct {
-	*memory.Store
+	retail.Store
 	writes atomic.Int64
 }
 

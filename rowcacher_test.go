@@ -14,7 +14,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/retailkit/retail"
-	"github.com/retailkit/retail/backend/memory"
 )
 
 // inventoryRow is what the test loaders return for a row.
@@ -266,7 +265,7 @@ func TestNewRowCacher_RejectsNilLoader(t *testing.T) {
 
 // purgeCounter counts the purges of item pages that reach a Store.
 type purgeCounter struct {
-	*memory.Store
+	retail.Store
 	purges atomic.Int64
 }
 

@@ -291,7 +291,7 @@ func TestStats_CountsCoalescedRenders(t *testing.T) {
 // tells the test when one begins. It embeds the Store, as any decorator of
 // a Store does, so a SessionCleaner over it counts into the Store's Stats.
 type gatedCleanStore struct {
-	*memory.Store
+	retail.Store
 	began   chan struct{}
 	release chan struct{}
 }
@@ -342,7 +342,7 @@ func TestStats_CleanerCountsSessionsCleanedAndItsLag(t *testing.T) {
 // claimSignalStore tells the test each time a RowCacher claims rows: the
 // second claim begins once every row of the first was refreshed or failed.
 type claimSignalStore struct {
-	*memory.Store
+	retail.Store
 	claims chan struct{}
 }
 

@@ -558,7 +558,7 @@ func TestPageMiddleware_StoresTheResponseAsACachedPage(t *testing.T) {
 
 // failingPagesStore fails every read of the page cache.
 type failingPagesStore struct {
-	*memory.Store
+	retail.Store
 }
 
 var errPagesDown = errors.New("pages are down")
@@ -1072,7 +1072,7 @@ func TestPageMiddleware_CountsRequestsInStatsAsXCacheSays(t *testing.T) {
 
 // pageKeyRecorder records the keys of the pages written to a Store.
 type pageKeyRecorder struct {
-	*memory.Store
+	retail.Store
 	mu   sync.Mutex
 	keys map[string]int // key: writes
 }

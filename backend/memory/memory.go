@@ -88,13 +88,7 @@ type Options struct {
 	TouchEvery time.Duration
 }
 
-// Store is an in-memory retail.Store. Create one with New; it is safe for
-// concurrent use.
-type Store struct {
-	retail.Store
-}
-
-// store is the driver under Store.
+// store is the driver under the retail.Store that New returns.
 type store struct {
 	clock       retail.Clock
 	recentLimit int
@@ -130,21 +124,18 @@ type store struct {
 	claims claims // the workers' turns (workers.go)
 }
 
-var (
-	_ retail.Store = (*Store)(nil)
-	_ driver.Store = (*store)(nil)
-)
+var _ driver.Store = (*store)(nil)
 
-// New returns an empty Store. It returns an error matching retail.ErrInvalid
-// if an option is out of range.
-func New(opts Options) (*Store, error) {
+// New returns an empty in-memory Store, safe for concurrent use. It returns
+// an error matching retail.ErrInvalid if an option is out of range.
+func New(opts Options) (retail.Store, error) {
 	d, err := newDriver(opts)
 	if err != nil {
 		return nil, err
 	}
 	// Views are counted in the process already: each goes to the driver
 	// at once.
-	return &Store{retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: -1})}, nil
+	return retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: -1}), nil
 }
 
 func newDriver(opts Options) (*store, error) {
