@@ -90,7 +90,8 @@ type Options struct {
 }
 
 // Store is a retail.Store on Redis through rueidis. Create one with New; it
-// is safe for concurrent use. Beyond retail.Store it reports CacheStats.
+// is safe for concurrent use. Its Stats report the client-side cache's hits
+// and misses (ClientCacheHits, ClientCacheMisses).
 type Store struct {
 	retail.Store
 	d *store
@@ -202,19 +203,9 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 // rueidis client.
 func (s *store) Close() error { return nil }
 
-// CacheStats counts the Store's reads of cacheable keys (logins, pages,
-// rows): Hits were served from process memory, Misses went to the server.
-type CacheStats struct {
-	Hits, Misses uint64
-}
-
-// CacheStats returns the counts since the Store was created.
-func (s *Store) CacheStats() CacheStats {
-	return CacheStats{Hits: s.d.hits.Load(), Misses: s.d.misses.Load()}
-}
-
-// CacheCounts implements driver.Store, so that the Store's Stats
-// report the client-side cache's hits and misses (see CacheStats).
+// CacheCounts implements driver.Store, so that the Store's Stats report
+// its reads of cacheable keys (logins, pages, rows): hits were served from
+// process memory, misses went to the server.
 func (s *store) CacheCounts() (hits, misses uint64) {
 	return s.hits.Load(), s.misses.Load()
 }
