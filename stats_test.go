@@ -356,8 +356,8 @@ func (s *claimSignalStore) ClaimDueRows(ctx context.Context, limit int) ([]strin
 }
 
 func TestStats_RowCacherCountsRowsRefreshed(t *testing.T) {
-	for _, withPages := range []bool{false, true} {
-		t.Run(fmt.Sprintf("Pages=%v", withPages), func(t *testing.T) {
+	for _, withOnChange := range []bool{false, true} {
+		t.Run(fmt.Sprintf("OnChange=%v", withOnChange), func(t *testing.T) {
 			ctx := context.Background()
 			ms, _ := newStore(t)
 			for _, row := range []string{"row-a", "row-b", "bad"} {
@@ -374,8 +374,8 @@ func TestStats_RowCacherCountsRowsRefreshed(t *testing.T) {
 			}
 			var logs logRecorder // the failed load is logged
 			opts := retail.RowCacherOptions{Poll: time.Millisecond, Logger: logs.Logger()}
-			if withPages {
-				opts.Pages = newPageCache(t, ms, retail.PageCacheOptions{})
+			if withOnChange {
+				opts.OnChange = func(context.Context, string) error { return nil }
 			}
 			c, err := retail.NewRowCacher(s, load, opts)
 			if err != nil {
