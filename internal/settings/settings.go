@@ -51,12 +51,12 @@ func ResolveSessions(op string, idle, lifetime, touch time.Duration) (Sessions, 
 				strconv.Itoa(int(retail.MaxSessionTime/(24*time.Hour)))+" days")
 		}
 	}
-	s := Sessions{Idle: Millis(idle), Lifetime: Millis(lifetime)}
+	s := Sessions{Idle: millis(idle), Lifetime: millis(lifetime)}
 	switch {
 	case touch == 0:
-		s.Touch = min(Millis(retail.DefaultTouchEvery), s.Idle/2)
+		s.Touch = min(millis(retail.DefaultTouchEvery), s.Idle/2)
 	case touch > 0:
-		s.Touch = Millis(touch)
+		s.Touch = millis(touch)
 		if 2*s.Touch > s.Idle {
 			return Sessions{}, invalid(op, "TouchEvery", "longer than half the idle timeout")
 		}
@@ -64,11 +64,11 @@ func ResolveSessions(op string, idle, lifetime, touch time.Duration) (Sessions, 
 	return s, nil
 }
 
-// Millis is d in whole milliseconds, rounded up: the one rounding rule of
+// millis is d in whole milliseconds, rounded up: the one rounding rule of
 // the session times. Stores read their clock in whole milliseconds, so a
 // session seen at t with an idle timeout of 1.5 ms is live while now <
 // t+1.5 ms, that is while now < t+2 ms.
-func Millis(d time.Duration) int64 {
+func millis(d time.Duration) int64 {
 	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
