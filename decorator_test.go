@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/driver"
+	"github.com/retailkit/retail/internal/hooks"
 )
 
 // Servers wrap their Store, and backends their driver, to trace, time or
@@ -102,7 +103,7 @@ func TestStats_PoliciesOverADecoratedStoreCountIntoIt(t *testing.T) {
 			t.Fatalf("Fetch(%s) = %v", u, err)
 		}
 	}
-	pages.CountBypass()
+	hooks.CountPageBypass(pages) // as retailhttp.PageMiddleware does
 
 	schedule(t, s, "row-1", time.Hour)
 	rows := newRowCacher(t, s, func(_ context.Context, row string) (any, error) { return inventoryRow{ID: row}, nil }, retail.RowCacherOptions{Poll: time.Millisecond})

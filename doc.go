@@ -159,12 +159,22 @@
 // from its index entries) and CacheCounts (0, 0 without a client-side
 // cache).
 //
+// Its options include the session times IdleTimeout, Lifetime and
+// TouchEvery, with the defaults and the rounding every backend applies (see
+// [DefaultIdleTimeout] and [DefaultTouchEvery]): whole milliseconds,
+// rounded up.
+//
 // Then it runs the conformance suite, which is the specification, from a
 // test:
 //
 //	func TestConformance(t *testing.T) {
-//		conformance.Run(t, func(tb testing.TB, clock retail.Clock) retail.Store {
-//			s, err := New(Options{Clock: clock})
+//		conformance.Run(t, func(tb testing.TB, clock retail.Clock, cfg conformance.Config) retail.Store {
+//			s, err := New(Options{
+//				Clock:       clock,
+//				IdleTimeout: cfg.IdleTimeout,
+//				Lifetime:    cfg.Lifetime,
+//				TouchEvery:  cfg.TouchEvery,
+//			})
 //			if err != nil {
 //				tb.Fatal(err)
 //			}

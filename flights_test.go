@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/retailkit/retail"
-	"github.com/retailkit/retail/backend/memory"
 )
 
 // These tests hold a render until the other callers for the same page have
@@ -29,7 +28,7 @@ func asCaller(ctx context.Context, id int) context.Context {
 // pageCountingStore notes which callers have read the page cache and tells
 // a test when there are enough of them, without polling.
 type pageCountingStore struct {
-	*memory.Store
+	retail.Store
 
 	mu      sync.Mutex
 	readers map[any]bool

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"slices"
 	"time"
+
+	"github.com/retailkit/retail/internal/hooks"
 )
 
 // The book's page-cache settings, used where a [PageCacheOptions] field is
@@ -81,7 +83,7 @@ type PageCacheOptions struct {
 // the same PageCache render once, so a server keeps one PageCache.
 //
 // Every request it answers counts in the Store's [Stats], as a hit, a miss
-// or a bypass; see Fetch, Lookup, CacheRequest and CountBypass.
+// or a bypass; see Fetch, Lookup and CacheRequest.
 type PageCache struct {
 	store interface {
 		Pages
@@ -197,14 +199,12 @@ func (c *PageCache) Lookup(ctx context.Context, u *url.URL) (p *CachedPage, ok b
 	return p, ok, err
 }
 
-// CountBypass counts one request in the Store's [Stats] as a bypass: a
-// request for a page that a server answered without consulting the cache,
-// because it chose not to (the page may be personal) or the page may not be
-// cached. Fetch, Lookup and CacheRequest count the requests they answer;
-// HTTP middleware built on them calls CountBypass for those it passes by,
-// as retailhttp.PageMiddleware does, so that the Stats account for every
-// request.
-func (c *PageCache) CountBypass() { c.stats.pageBypasses.Add(1) }
+// Fetch, Lookup and CacheRequest count the requests they answer;
+// retailhttp.PageMiddleware counts those it passes by through this hook, so
+// that the Stats account for every request.
+func init() {
+	hooks.CountPageBypass = func(c any) { c.(*PageCache).stats.pageBypasses.Add(1) }
+}
 
 func (c *PageCache) lookup(ctx context.Context, key string) (*CachedPage, bool, error) {
 	data, ok, err := c.store.Page(ctx, key)

@@ -219,7 +219,7 @@ func TestPageCache_UnencodablePagesAreNotStored(t *testing.T) {
 				t.Errorf("render calls = %d, want 2", got)
 			}
 			if hasPage(t, s, u) {
-				t.Errorf("Page(PageKey(GET, %s)) found an entry, want none", raw)
+				t.Errorf("Page(%q) found an entry, want none", defaultKey(u))
 			}
 		})
 	}

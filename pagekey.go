@@ -1,7 +1,7 @@
 package retail
 
 // This file holds how a page is named in the cache: the keys of
-// PageCache (hosts, tracking and known parameters) and the raw PageKey.
+// PageCache (hosts, tracking and known parameters).
 
 import (
 	"net/url"
@@ -125,29 +125,6 @@ func normalHost(host string) string {
 		}
 	}
 	return strings.TrimSuffix(host, ".")
-}
-
-// PageKey returns the canonical cache key of a request: the method, a space,
-// the lowercased host, the escaped path ("/" if empty) and, if the query is
-// not empty, "?" and the query with its keys sorted and each key's values in
-// their original order, e.g. "GET test.com/?a=1&item=x". The scheme, user
-// information and fragment are not part of the key. Requests that differ
-// only in query order or host case share a key.
-//
-// PageKey is the raw canonical form of a request, which keeps every host
-// and parameter; [PageCache] stores pages under [PageCache.Key], which
-// applies its options (hosts, tracking and kept parameters) on top of it.
-//
-// A query that does not parse is kept as it was sent. Such a key never
-// equals the key of a query that parses, because the canonical encoding
-// never contains what makes a query unparsable (a bad escape, a ";", too
-// many parameters); [CanCache] refuses such pages anyway.
-func PageKey(method string, u *url.URL) string {
-	query := u.RawQuery
-	if q, err := url.ParseQuery(query); err == nil {
-		query = q.Encode()
-	}
-	return pageKey(method, strings.ToLower(u.Host), u.EscapedPath(), query)
 }
 
 // pageKey joins the parts of a page key.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"time"
 )
@@ -41,15 +42,16 @@ type RowCacherOptions struct {
 	// slog.Default() if nil.
 	Logger *slog.Logger
 
-	// Pages, if not nil, is the page cache whose item pages show the rows:
-	// a row refreshed with data different from its cached copy purges the
-	// cached pages of the item whose id is the row's id (see
-	// [PageCache.PurgeItem]), so that a change such as a new price is
-	// served at once instead of when the pages expire. The first copy of a
-	// row, cached when there was none, is not a change. A page being
-	// rendered from the old data while the row changes may still be
-	// cached after the purge, until it expires.
-	Pages *PageCache
+	// OnChange, if not nil, is called with a row's id after the row was
+	// stored with data different from its cached copy: for example to
+	// purge the cached pages that show the row ([PageCache.PurgeItem]), so
+	// that a change such as a new price is served at once instead of when
+	// the pages expire. The first copy of a row, cached when there was
+	// none, is not a change. It runs on Run's goroutine before the next
+	// row is refreshed, and must be safe for concurrent use if several
+	// RowCachers share it. An error it returns is logged; the row stays
+	// stored.
+	OnChange func(ctx context.Context, row string) error
 }
 
 // RowCacher keeps the cached copies of scheduled database rows fresh: the
@@ -131,8 +133,8 @@ func (c *RowCacher) Run(ctx context.Context) error {
 	}
 }
 
-// refresh loads row and stores its JSON, purging the item's pages if the
-// Pages option is set and the data changed.
+// refresh loads row and stores its JSON, and calls OnChange if it is set
+// and the data changed.
 func (c *RowCacher) refresh(ctx context.Context, row string) error {
 	v, err := c.load(ctx, row)
 	if err != nil {
@@ -142,7 +144,7 @@ func (c *RowCacher) refresh(ctx context.Context, row string) error {
 	if err != nil {
 		return err
 	}
-	if c.opts.Pages == nil {
+	if c.opts.OnChange == nil {
 		return c.setRow(ctx, row, data)
 	}
 	old, cached, err := c.rows.Row(ctx, row)
@@ -155,8 +157,10 @@ func (c *RowCacher) refresh(ctx context.Context, row string) error {
 	if !cached || bytes.Equal(old, data) {
 		return nil
 	}
-	_, err = c.opts.Pages.PurgeItem(ctx, row)
-	return err
+	if err := c.opts.OnChange(ctx, row); err != nil {
+		return fmt.Errorf("retail: RowCacher: OnChange: %w", err)
+	}
+	return nil
 }
 
 // setRow stores data as row's cached copy, and counts the refresh.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/retailkit/retail"
-	"github.com/retailkit/retail/backend/memory"
 )
 
 // inventoryRow is what the test loaders return for a row.
@@ -264,35 +264,24 @@ func TestNewRowCacher_RejectsNilLoader(t *testing.T) {
 	}
 }
 
-// purgeCounter counts the purges of item pages that reach a Store.
-type purgeCounter struct {
-	*memory.Store
-	purges atomic.Int64
-}
-
-func (s *purgeCounter) PurgeItemPages(ctx context.Context, item string) (int, error) {
-	s.purges.Add(1)
-	return s.Store.PurgeItemPages(ctx, item)
-}
-
-// TestRowCacher_PurgesItemPagesWhenRowChanges: with the Pages option, a
-// refresh that changes a row purges its item's cached pages at once; the
-// first caching of the row and refreshes with the same data do not.
-func TestRowCacher_PurgesItemPagesWhenRowChanges(t *testing.T) {
+// TestRowCacher_OnChangePurgesItemPagesWhenRowChanges: OnChange is called
+// when a refresh changes a row, and not for its first caching or a refresh
+// with the same data; wired to PageCache.PurgeItem, as the shop does, it
+// purges the item's cached pages at once.
+func TestRowCacher_OnChangePurgesItemPagesWhenRowChanges(t *testing.T) {
 	ctx := context.Background()
-	ms, clock := newRankedStore(t) // itemX is ranked: its page is cached
-	s := &purgeCounter{Store: ms}
+	s, clock := newRankedStore(t) // itemX is ranked: its page is cached
 	pages := newPageCache(t, s, retail.PageCacheOptions{})
 	u := mustParse(t, "http://shop.test/item?item=itemX")
 	other := mustParse(t, "http://shop.test/item?item=itemY")
-	view(t, ms, "itemY", 1)
+	view(t, s, "itemY", 1)
 	cache := func(u *url.URL) {
 		t.Helper()
 		r := &renderer{body: "page"}
 		if _, _, err := pages.CacheRequest(ctx, u, r.render); err != nil {
 			t.Fatalf("CacheRequest(%s) = %v", u, err)
 		}
-		if !hasPage(t, ms, u) {
+		if !hasPage(t, s, u) {
 			t.Fatalf("CacheRequest(%s) cached no page", u)
 		}
 	}
@@ -305,8 +294,24 @@ func TestRowCacher_PurgesItemPagesWhenRowChanges(t *testing.T) {
 		loads.Add(1)
 		return map[string]any{"id": row, "price": price.Load()}, nil
 	}
-	schedule(t, ms, "itemX", 10*time.Second)
-	start(t, newRowCacher(t, ms, load, retail.RowCacherOptions{Poll: time.Millisecond, Pages: pages}))
+	var (
+		mu      sync.Mutex
+		changed []string
+	)
+	onChange := func(ctx context.Context, row string) error {
+		mu.Lock()
+		changed = append(changed, row)
+		mu.Unlock()
+		_, err := pages.PurgeItem(ctx, row)
+		return err
+	}
+	changes := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(changed)
+	}
+	schedule(t, s, "itemX", 10*time.Second)
+	start(t, newRowCacher(t, s, load, retail.RowCacherOptions{Poll: time.Millisecond, OnChange: onChange}))
 
 	// The rows are refreshed one after another, so once load n+1 has
 	// started, refresh n is done.
@@ -319,19 +324,49 @@ func TestRowCacher_PurgesItemPagesWhenRowChanges(t *testing.T) {
 	waitLoads(2) // the first caching is done
 	clock.Advance(10 * time.Second)
 	waitLoads(3) // a refresh with the same data is done
-	if !hasPage(t, ms, u) || s.purges.Load() != 0 {
-		t.Fatalf("after caching the row and refreshing it unchanged: page cached %v, purges %d; want true, 0",
-			hasPage(t, ms, u), s.purges.Load())
+	if got := changes(); !hasPage(t, s, u) || len(got) != 0 {
+		t.Fatalf("after caching the row and refreshing it unchanged: page cached %v, OnChange called for %q; want true, none",
+			hasPage(t, s, u), got)
 	}
 
 	price.Store(90)
 	clock.Advance(10 * time.Second)
-	eventually(t, "the changed row to purge the item's page", func() bool { return !hasPage(t, ms, u) })
-	if !hasPage(t, ms, other) {
+	eventually(t, "the changed row to purge the item's page", func() bool { return !hasPage(t, s, u) })
+	if diff := cmp.Diff([]string{"itemX"}, changes()); diff != "" {
+		t.Errorf("rows OnChange was called for mismatch (-want +got):\n%s", diff)
+	}
+	if !hasPage(t, s, other) {
 		t.Errorf("the page of another item was purged too")
 	}
-	if got, _, _ := ms.Row(ctx, "itemX"); !strings.Contains(string(got), `"price":90`) {
+	if got, _, _ := s.Row(ctx, "itemX"); !strings.Contains(string(got), `"price":90`) {
 		t.Errorf("Row(itemX) = %s, want the new price", got)
 	}
 	cache(u) // the new page is cached again
+}
+
+// TestRowCacher_LogsOnChangeFailures: an error from OnChange is logged
+// with the row, the changed row stays stored, and the cacher goes on.
+func TestRowCacher_LogsOnChangeFailures(t *testing.T) {
+	ctx := context.Background()
+	s, clock := newStore(t)
+	var version atomic.Int64
+	version.Store(1)
+	load := func(_ context.Context, row string) (any, error) {
+		return inventoryRow{ID: row, Version: version.Load()}, nil
+	}
+	onChange := func(context.Context, string) error { return errors.New("purge failed") }
+	schedule(t, s, "row-1", 10*time.Second)
+	var logs logRecorder
+	start(t, newRowCacher(t, s, load, retail.RowCacherOptions{Poll: time.Millisecond, Logger: logs.Logger(), OnChange: onChange}))
+	eventually(t, "the row to be cached", func() bool { _, ok := cachedRow(t, s, "row-1"); return ok })
+
+	version.Store(2)
+	clock.Advance(10 * time.Second)
+	eventually(t, "the OnChange failure to be logged", func() bool {
+		l := logs.String()
+		return strings.Contains(l, "row=row-1") && strings.Contains(l, "OnChange: purge failed")
+	})
+	if got, _, _ := s.Row(ctx, "row-1"); !strings.Contains(string(got), `"version":2`) {
+		t.Errorf("Row(row-1) = %s, want version 2", got)
+	}
 }

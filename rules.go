@@ -34,66 +34,38 @@ const DefaultRecentLimit = 25
 // zero. They follow Spring Session (30 minutes idle) and scs (24 hours in
 // all): long enough for a visit with a pause, short enough that a stolen
 // token is worth little by the next day.
+//
+// Every backend resolves its session options alike: a zero IdleTimeout or
+// Lifetime takes the default below and must then be in
+// MinDuration..MaxSessionTime, and every session time is then rounded up to
+// whole milliseconds (the resolution at which Stores read their clock), so
+// that a session never ends sooner than configured: an idle timeout of
+// 1.5 ms is 2 ms on every backend.
 const (
 	DefaultIdleTimeout = 30 * time.Minute     // a session not refreshed this long expires
 	DefaultLifetime    = 24 * time.Hour       // a session expires this long after it started or last logged in
 	MaxSessionTime     = 365 * 24 * time.Hour // the longest idle timeout or lifetime
 
 	// DefaultTouchEvery is how often, at most, a session that only gets
-	// visits is written (see TouchEvery): a minute, against the default
+	// visits is written, where a backend's TouchEvery option is zero and
+	// half the idle timeout is not shorter (otherwise it is that half,
+	// rounded down to whole milliseconds): a minute, against the default
 	// 30-minute idle timeout, so a visitor who keeps browsing is written
 	// about once a minute instead of on every page, and a session ends
 	// within a minute of the idle timeout after its last visit.
+	//
+	// A refresh of a session written less than TouchEvery ago that views
+	// no new item (none, or the one it viewed last) writes nothing: the
+	// Store answers it from what it has read already, which on Redis costs
+	// no round trip. The session's last-seen time then moves only every
+	// TouchEvery, so it expires between IdleTimeout-TouchEvery and
+	// IdleTimeout after its last visit, and a cleaning pass may count it
+	// as seen up to TouchEvery earlier than it was. A negative TouchEvery
+	// writes every visit; a positive one is rounded up to whole
+	// milliseconds and must then be at most half the idle timeout, so that
+	// a session visited at least every half timeout never expires.
 	DefaultTouchEvery = time.Minute
 )
-
-// TouchEvery fills in and checks a backend's TouchEvery option against its
-// idle timeout: zero becomes [DefaultTouchEvery], or half the idle timeout
-// if that is shorter; a negative one becomes 0 (every visit is written);
-// one longer than half the idle timeout returns an error matching
-// [ErrInvalid].
-//
-// A refresh of a session written less than TouchEvery ago that views no new
-// item (none, or the one it viewed last) writes nothing: the Store answers
-// it from what it has read already, which on Redis costs no round trip.
-// The session's last-seen time then moves only every TouchEvery, so it
-// expires between IdleTimeout-TouchEvery and IdleTimeout after its last
-// visit, and a cleaning pass may count it as seen up to TouchEvery earlier
-// than it was.
-func TouchEvery(op string, touch, idle time.Duration) (time.Duration, error) {
-	switch {
-	case touch == 0:
-		return min(DefaultTouchEvery, idle/2), nil
-	case touch < 0:
-		return 0, nil
-	case touch > idle/2:
-		return 0, invalid(op, "TouchEvery", "longer than half the idle timeout")
-	}
-	return touch, nil
-}
-
-// SessionTimes fills in and checks a backend's session options: a zero idle
-// timeout or lifetime becomes [DefaultIdleTimeout] or [DefaultLifetime], and
-// each must then be in MinDuration..MaxSessionTime; otherwise the error
-// matches [ErrInvalid] and names op and the option. Backend constructors
-// call it.
-func SessionTimes(op string, idle, lifetime time.Duration) (time.Duration, time.Duration, error) {
-	if idle == 0 {
-		idle = DefaultIdleTimeout
-	}
-	if lifetime == 0 {
-		lifetime = DefaultLifetime
-	}
-	for _, o := range []struct {
-		name string
-		d    time.Duration
-	}{{"IdleTimeout", idle}, {"Lifetime", lifetime}} {
-		if o.d < MinDuration || o.d > MaxSessionTime {
-			return 0, 0, invalid(op, o.name, "not in "+MinDuration.String()+".."+days(MaxSessionTime))
-		}
-	}
-	return idle, lifetime, nil
-}
 
 // The checks below are the input rules, one function a rule; the Store
 // wrapper (store.go) calls them before anything reaches a driver.

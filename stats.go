@@ -44,10 +44,10 @@ type Stats struct {
 	// PageBypasses counts requests for pages served without consulting the
 	// cache: calls of CacheRequest whose page may not be cached
 	// ([PageCache.CanCache] said no, or failed); calls of Fetch and Lookup
-	// for a URL without a key; and calls of [PageCache.CountBypass], which
-	// retailhttp.PageMiddleware makes for each GET or HEAD request that its
-	// Skip option selects (by default, requests with a session) or whose page
-	// may not be cached.
+	// for a URL without a key; and the GET and HEAD requests that
+	// retailhttp.PageMiddleware passes by: those its Skip option selects (by
+	// default, requests with a session) and those whose page may not be
+	// cached.
 	PageBypasses uint64
 
 	// CoalescedRenders counts calls of Fetch that missed, waited for a

@@ -14,6 +14,7 @@ import (
 	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/backend/memory"
 	"github.com/retailkit/retail/driver"
+	"github.com/retailkit/retail/internal/hooks"
 )
 
 // BenchmarkStats_CountParallel is what counting costs a request when every
@@ -31,7 +32,7 @@ func BenchmarkStats_CountParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			c.CountBypass()
+			hooks.CountPageBypass(c)
 		}
 	})
 }
@@ -216,12 +217,12 @@ func TestStats_CountsPageCacheOutcomes(t *testing.T) {
 			t.Fatalf("Lookup(%s) = _, %v, %v, want %v, nil", tc.u, ok, err, tc.wantOK)
 		}
 	}
-	c.CountBypass()
+	hooks.CountPageBypass(c) // as retailhttp.PageMiddleware does
 
 	want := retail.Stats{
 		PageHits:     2, // CacheRequest of itemX, again; Lookup of itemX
 		PageMisses:   4, // CacheRequest of itemX, first; Fetch failing, panicking; Lookup of other
-		PageBypasses: 4, // CacheRequest of cold; Fetch and Lookup of keyless; CountBypass
+		PageBypasses: 4, // CacheRequest of cold; Fetch and Lookup of keyless; the hook
 	}
 	if diff := cmp.Diff(want, s.Stats()); diff != "" {
 		t.Errorf("Stats mismatch (-want +got):\n%s", diff)
@@ -290,7 +291,7 @@ func TestStats_CountsCoalescedRenders(t *testing.T) {
 // tells the test when one begins. It embeds the Store, as any decorator of
 // a Store does, so a SessionCleaner over it counts into the Store's Stats.
 type gatedCleanStore struct {
-	*memory.Store
+	retail.Store
 	began   chan struct{}
 	release chan struct{}
 }
@@ -341,7 +342,7 @@ func TestStats_CleanerCountsSessionsCleanedAndItsLag(t *testing.T) {
 // claimSignalStore tells the test each time a RowCacher claims rows: the
 // second claim begins once every row of the first was refreshed or failed.
 type claimSignalStore struct {
-	*memory.Store
+	retail.Store
 	claims chan struct{}
 }
 
@@ -355,8 +356,8 @@ func (s *claimSignalStore) ClaimDueRows(ctx context.Context, limit int) ([]strin
 }
 
 func TestStats_RowCacherCountsRowsRefreshed(t *testing.T) {
-	for _, withPages := range []bool{false, true} {
-		t.Run(fmt.Sprintf("Pages=%v", withPages), func(t *testing.T) {
+	for _, withOnChange := range []bool{false, true} {
+		t.Run(fmt.Sprintf("OnChange=%v", withOnChange), func(t *testing.T) {
 			ctx := context.Background()
 			ms, _ := newStore(t)
 			for _, row := range []string{"row-a", "row-b", "bad"} {
@@ -373,8 +374,8 @@ func TestStats_RowCacherCountsRowsRefreshed(t *testing.T) {
 			}
 			var logs logRecorder // the failed load is logged
 			opts := retail.RowCacherOptions{Poll: time.Millisecond, Logger: logs.Logger()}
-			if withPages {
-				opts.Pages = newPageCache(t, ms, retail.PageCacheOptions{})
+			if withOnChange {
+				opts.OnChange = func(context.Context, string) error { return nil }
 			}
 			c, err := retail.NewRowCacher(s, load, opts)
 			if err != nil {
@@ -474,8 +475,8 @@ func TestStats_ConcurrentCountsAddUp(t *testing.T) {
 func TestStats_CountingAndReadingAllocateNothing(t *testing.T) {
 	s, _ := newStore(t)
 	c := newPageCache(t, s, retail.PageCacheOptions{})
-	if n := testing.AllocsPerRun(100, c.CountBypass); n != 0 {
-		t.Errorf("CountBypass allocates %v times, want 0", n)
+	if n := testing.AllocsPerRun(100, func() { hooks.CountPageBypass(c) }); n != 0 {
+		t.Errorf("hooks.CountPageBypass allocates %v times, want 0", n)
 	}
 	if n := testing.AllocsPerRun(100, func() { s.Stats() }); n != 0 {
 		t.Errorf("Stats allocates %v times, want 0", n)

@@ -25,7 +25,7 @@ var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // newStore returns a memory Store on a manual clock, closed when the test
 // ends.
-func newStore(t *testing.T) (*memory.Store, *retail.ManualClock) {
+func newStore(t *testing.T) (retail.Store, *retail.ManualClock) {
 	t.Helper()
 	clock := retail.NewManualClock(epoch)
 	s, err := memory.New(memory.Options{Clock: clock})

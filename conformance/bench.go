@@ -33,7 +33,8 @@ const (
 const zipfS = 1.1
 
 // Benchmark measures the operations a web shop makes on every request, on
-// stores created by newStore with the system clock and preloaded (outside
+// stores created by newStore with the system clock and the default session
+// times, and preloaded (outside
 // the timer) with RETAIL_BENCH_SESSIONS sessions (default 1,000,000) that
 // viewed RETAIL_BENCH_ITEMS items (default 100,000) with skewed popularity.
 // Each sub-benchmark reports allocations and ops/s; CleanSessions also
@@ -180,7 +181,7 @@ func Benchmark(b *testing.B, newStore Factory) {
 		})
 	})
 	b.Run("PageHit", func(b *testing.B) {
-		s := newStore(b, retail.SystemClock{})
+		s := newStore(b, retail.SystemClock{}, defaultConfig)
 		b.Cleanup(func() { s.Close() })
 		body := make([]byte, benchPageSize)
 		keys := make([]string, benchPages)
@@ -264,7 +265,7 @@ func (p *population) zipf(seed uint64) *rand.Zipf {
 
 // store returns a new store with the system clock, preloaded.
 func (p *population) store(b *testing.B, newStore Factory) retail.Store {
-	s := newStore(b, retail.SystemClock{})
+	s := newStore(b, retail.SystemClock{}, defaultConfig)
 	b.Cleanup(func() { s.Close() })
 	p.preload(b, s)
 	return s

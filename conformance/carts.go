@@ -278,7 +278,7 @@ func testCartIncrementNoSession(h *harness) {
 func testCartExpired(h *harness) {
 	h.start("tok-1", "")
 	h.addToCart("tok-1", "item-a", 2)
-	h.clock.Advance(idle)
+	h.clock.Advance(h.idle)
 	h.wantCart("tok-1", nil)
 	h.wantErr(`AddToCart("tok-1", "item-a", 1) after expiry`, h.s.AddToCart(h.ctx, "tok-1", "item-a", 1), retail.ErrNoSession)
 	_, err := h.s.IncrementCart(h.ctx, "tok-1", "item-a", 1)

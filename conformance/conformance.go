@@ -4,8 +4,13 @@
 //
 // A backend's test file is a few lines:
 //
-//	func newStore(tb testing.TB, clock retail.Clock) retail.Store {
-//		s, err := memory.New(memory.Options{Clock: clock})
+//	func newStore(tb testing.TB, clock retail.Clock, cfg conformance.Config) retail.Store {
+//		s, err := memory.New(memory.Options{
+//			Clock:       clock,
+//			IdleTimeout: cfg.IdleTimeout,
+//			Lifetime:    cfg.Lifetime,
+//			TouchEvery:  cfg.TouchEvery,
+//		})
 //		if err != nil {
 //			tb.Fatalf("memory.New() = %v", err)
 //		}
@@ -18,7 +23,10 @@
 //
 // Run is a flat list of subtests, one a behaviour, each with a fresh store
 // and a fresh [retail.ManualClock], so a failure names the behaviour that
-// broke and time moves only when a subtest moves it.
+// broke and time moves only when a subtest moves it. The behaviours about
+// expiry and TouchEvery run again under other session times (see
+// [Config]), some of them not whole milliseconds, in subtests named after
+// them: ShortTimes/Expiry_IdleSessionEndsAtIdleTimeout, and so on.
 //
 // The suite tests what a backend does, not what every Store does alike: the
 // input rules, contexts that have ended, calls after Close and the wrapping
@@ -53,13 +61,51 @@ import (
 	"github.com/retailkit/retail"
 )
 
-// Factory returns a new, empty Store that reads time from clock, with the
-// default session idle timeout and lifetime ([retail.DefaultIdleTimeout],
-// [retail.DefaultLifetime]): the suite moves its clock by them to test
-// expiry. The suite calls it once per subtest and closes the store when the
-// subtest ends (Close is idempotent, so the factory may also register its
-// own cleanup).
-type Factory func(tb testing.TB, clock retail.Clock) retail.Store
+// Factory returns a new, empty Store that reads time from clock and has the
+// session times of cfg: the suite moves its clock by them to test expiry.
+// The suite calls it once per subtest and closes the store when the subtest
+// ends (Close is idempotent, so the factory may also register its own
+// cleanup).
+type Factory func(tb testing.TB, clock retail.Clock, cfg Config) retail.Store
+
+// Config is the session times a Factory gives the Store it makes, as the
+// options of the same names: every backend has them, and resolves them
+// alike (see [retail.DefaultIdleTimeout]): in whole milliseconds, rounded
+// up. The suite expects a session to live exactly the rounded times, so a
+// Factory passes the fields on unchanged.
+//
+// Most behaviours run with the retail package's defaults
+// ([retail.DefaultIdleTimeout], [retail.DefaultLifetime],
+// [retail.DefaultTouchEvery]); those about expiry and TouchEvery run with
+// other times too, the shortest an IdleTimeout of 1.5 ms (2 ms once
+// rounded).
+type Config struct {
+	IdleTimeout time.Duration
+	Lifetime    time.Duration
+	TouchEvery  time.Duration
+}
+
+// defaultConfig is the retail package's default session times.
+var defaultConfig = Config{
+	IdleTimeout: retail.DefaultIdleTimeout,
+	Lifetime:    retail.DefaultLifetime,
+	TouchEvery:  retail.DefaultTouchEvery,
+}
+
+// otherTimes are the session times under which Run runs the behaviours
+// about expiry and TouchEvery again: short, and not whole milliseconds, so
+// that a backend that rounds them otherwise than the others fails.
+var otherTimes = []struct {
+	name string
+	cfg  Config
+}{
+	// 2 ms, 21 ms and 1 ms once rounded: TouchEvery is half the idle
+	// timeout, the most it may be.
+	{"ShortTimes", Config{IdleTimeout: 1500 * time.Microsecond, Lifetime: 20500 * time.Microsecond, TouchEvery: 500 * time.Microsecond}},
+	// 7 ms, 41 ms and 3 ms once rounded: room for visits within
+	// TouchEvery.
+	{"FractionalTimes", Config{IdleTimeout: 6500 * time.Microsecond, Lifetime: 40500 * time.Microsecond, TouchEvery: 2500 * time.Microsecond}},
+}
 
 // start is where every subtest's clock starts: a fixed instant at the
 // millisecond resolution Stores read time at.
@@ -86,7 +132,7 @@ func Run(t *testing.T, newStore Factory) {
 		}
 		timeout = d
 	}
-	su := &suite{newStore: newStore, timeout: timeout}
+	su := &suite{newStore: newStore, timeout: timeout, cfg: defaultConfig}
 	groups := [][]behaviour{
 		bookTests, sessionTests, lifecycleTests, expiryTests, userTests,
 		valueTests, cleaningTests, cartTests, pageTests, rowTests, viewTests,
@@ -97,11 +143,22 @@ func Run(t *testing.T, newStore Factory) {
 			su.run(t, b)
 		}
 	}
+	for _, o := range otherTimes {
+		su := &suite{newStore: newStore, timeout: timeout, cfg: o.cfg}
+		t.Run(o.name, func(t *testing.T) {
+			for _, group := range [][]behaviour{expiryTests, touchTests} {
+				for _, b := range group {
+					su.run(t, b)
+				}
+			}
+		})
+	}
 }
 
 type suite struct {
 	newStore Factory
 	timeout  time.Duration
+	cfg      Config // the session times of the stores
 }
 
 func (su *suite) run(t *testing.T, b behaviour) {
@@ -117,12 +174,16 @@ type harness struct {
 	ctx   context.Context
 	s     retail.Store
 	clock *retail.ManualClock
+
+	// The store's session times, as it keeps them: the Config's, rounded
+	// up to whole milliseconds.
+	idle, lifetime, touch time.Duration
 }
 
 func (su *suite) harness(t *testing.T) *harness {
 	watchdog(t, su.timeout)
 	clock := retail.NewManualClock(start)
-	s := su.newStore(t, clock)
+	s := su.newStore(t, clock, su.cfg)
 	if s == nil {
 		t.Fatal("Factory returned a nil Store")
 	}
@@ -131,7 +192,18 @@ func (su *suite) harness(t *testing.T) *harness {
 			t.Errorf("Close() = %v, want nil", err)
 		}
 	})
-	return &harness{t: t, ctx: t.Context(), s: s, clock: clock}
+	return &harness{
+		t: t, ctx: t.Context(), s: s, clock: clock,
+		idle:     ceilMillis(su.cfg.IdleTimeout),
+		lifetime: ceilMillis(su.cfg.Lifetime),
+		touch:    ceilMillis(su.cfg.TouchEvery),
+	}
+}
+
+// ceilMillis rounds d up to whole milliseconds, as every Store keeps its
+// session times.
+func ceilMillis(d time.Duration) time.Duration {
+	return (d + time.Millisecond - 1).Truncate(time.Millisecond)
 }
 
 // watchdog panics if t has not finished within timeout. It is registered

@@ -10,8 +10,9 @@ import (
 
 // expiryTests pin when a session ends by the Store's clock: it is live while
 // now < lastSeen + idle timeout and now < created + lifetime, and from that
-// instant on every call treats it as absent. The suite's stores have the
-// default idle timeout and lifetime.
+// instant on every call treats it as absent. They run under every session
+// times of the suite (see Config), and move the clock by the store's times
+// as it keeps them, in whole milliseconds (h.idle, h.lifetime, h.touch).
 var expiryTests = []behaviour{
 	{name: "Expiry_IdleSessionEndsAtIdleTimeout", test: testExpiryIdle},
 	{name: "Expiry_FirstCallAfterExpiryIsAWrite", test: testExpiryFirstCallWrites},
@@ -70,10 +71,27 @@ func (h *harness) wantLive(token, user string) {
 	}
 }
 
+// touchStep is how long after a session's last write a refresh is written
+// again: TouchEvery, or a millisecond if every visit is written.
+func (h *harness) touchStep() time.Duration { return max(h.touch, time.Millisecond) }
+
+// keepVisiting moves the clock on and calls visit, a refresh that must be
+// written, every idle timeout less touchStep, while more than an idle
+// timeout is left before until. Each visit is then written and the session
+// stays live, and a visit at until-1ms is too: it comes between touchStep
+// and an idle timeout less 1 ms after the last one.
+func (h *harness) keepVisiting(until time.Time, visit func()) {
+	h.t.Helper()
+	for h.clock.Now().Add(h.idle).Before(until) {
+		h.clock.Advance(h.idle - h.touchStep())
+		visit()
+	}
+}
+
 func testExpiryIdle(h *harness) {
 	liveSession(h, "tok-1", "alice")
 	liveSession(h, "tok-2", "bob")
-	h.clock.Advance(idle - time.Millisecond)
+	h.clock.Advance(h.idle - time.Millisecond)
 	h.wantLive("tok-1", "alice")
 	h.wantRefresh("tok-2", "", "bob")
 	h.clock.Advance(time.Millisecond)
@@ -118,7 +136,7 @@ func testExpiryFirstCallWrites(h *harness) {
 		liveSession(h, fmt.Sprintf("tok-%d", i), "alice")
 	}
 	before := h.top(10)
-	h.clock.Advance(idle)
+	h.clock.Advance(h.idle)
 	for i, w := range writes {
 		token := fmt.Sprintf("tok-%d", i)
 		if err := w.call(token); err != nil {
@@ -144,17 +162,17 @@ func testExpiryRefreshExtends(h *harness) {
 	liveSession(h, "tok-1", "alice")
 	// Refreshed soon after it started, the session lives an idle timeout
 	// from that refresh, not from its start.
-	h.clock.Advance(time.Minute)
+	h.clock.Advance(h.touchStep())
 	h.wantRefresh("tok-1", "", "alice")
-	h.clock.Advance(idle - time.Minute + 500*time.Millisecond)
+	h.clock.Advance(h.idle - time.Millisecond)
 	h.wantLive("tok-1", "alice")
-	// Refreshed every 20 minutes, it lives for hours.
+	// Refreshed before each idle timeout ends, it lives several.
 	h.wantRefresh("tok-1", "", "alice")
-	for range 10 {
-		h.clock.Advance(20 * time.Minute)
+	for range 3 {
+		h.clock.Advance(h.idle - h.touchStep())
 		h.wantRefresh("tok-1", "", "alice")
 	}
-	h.clock.Advance(idle - time.Millisecond)
+	h.clock.Advance(h.idle - time.Millisecond)
 	h.wantLive("tok-1", "alice")
 	h.clock.Advance(time.Millisecond)
 	h.wantExpired("tok-1", "alice")
@@ -165,9 +183,9 @@ func testExpiryRefreshedTakesWrites(h *harness) {
 	// Refreshed soon after it started, the session takes cart and value
 	// writes until an idle timeout from that refresh, past an idle timeout
 	// from its start.
-	h.clock.Advance(time.Minute)
+	h.clock.Advance(h.touchStep())
 	h.wantRefresh("tok-1", "", "alice")
-	h.clock.Advance(idle - time.Minute + 500*time.Millisecond)
+	h.clock.Advance(h.idle - time.Millisecond)
 	h.addToCart("tok-1", "item-b", 2)
 	if n, err := h.s.IncrementCart(h.ctx, "tok-1", "item-b", 1); n != 3 || err != nil {
 		h.t.Errorf("IncrementCart(%q, %q, 1) = %d, %v, want 3, nil", "tok-1", "item-b", n, err)
@@ -180,7 +198,7 @@ func testExpiryRefreshedTakesWrites(h *harness) {
 	h.wantValue("tok-1", "note", "kept")
 	// Those writes were not visits: an idle timeout from the refresh, the
 	// session ends.
-	h.clock.Advance(time.Minute - 500*time.Millisecond)
+	h.clock.Advance(time.Millisecond)
 	h.wantExpired("tok-1", "alice")
 }
 
@@ -188,29 +206,26 @@ func testExpiryReadsDoNotExtend(h *harness) {
 	liveSession(h, "tok-1", "alice")
 	// Reads, and writes to the cart and values, are not visits.
 	for range 3 {
-		h.clock.Advance(idle / 4)
+		h.clock.Advance(h.idle / 4)
 		h.wantLive("tok-1", "alice")
 		h.addToCart("tok-1", "item-a", 1)
 		h.setValue("tok-1", "flash", []byte("hello"))
 	}
-	h.clock.Advance(idle - 3*(idle/4))
+	h.clock.Advance(h.idle - 3*(h.idle/4))
 	h.wantExpired("tok-1", "alice")
 }
 
-// keepRefreshing refreshes token every 20 minutes until the next refresh
-// would reach until.
+// keepRefreshing refreshes token as keepVisiting says, so that a refresh
+// at until-1ms finds it live and is written.
 func keepRefreshing(h *harness, token, user string, until time.Time) {
 	h.t.Helper()
-	for h.clock.Now().Add(20 * time.Minute).Before(until) {
-		h.clock.Advance(20 * time.Minute)
-		h.wantRefresh(token, "", user)
-	}
+	h.keepVisiting(until, func() { h.wantRefresh(token, "", user) })
 }
 
 func testExpiryLifetime(h *harness) {
 	t0 := h.now()
 	liveSession(h, "tok-1", "alice")
-	end := t0.Add(lifetime)
+	end := t0.Add(h.lifetime)
 	keepRefreshing(h, "tok-1", "alice", end)
 	h.clock.Set(end.Add(-time.Millisecond))
 	h.wantRefresh("tok-1", "", "alice")
@@ -223,16 +238,16 @@ func testExpiryLoginRestarts(h *harness) {
 	t0 := h.now()
 	h.start("tok-guest", "")
 	h.addToCart("tok-guest", "item-a", 1)
-	keepRefreshing(h, "tok-guest", "", t0.Add(23*time.Hour))
+	keepRefreshing(h, "tok-guest", "", t0.Add(h.lifetime-h.idle))
 	login := h.now()
 	h.renew("tok-guest", "tok-1", "alice")
 	// Well past the guest session's lifetime, the login's goes on.
-	keepRefreshing(h, "tok-1", "alice", login.Add(lifetime))
-	h.clock.Set(login.Add(lifetime - time.Millisecond))
+	keepRefreshing(h, "tok-1", "alice", login.Add(h.lifetime))
+	h.clock.Set(login.Add(h.lifetime - time.Millisecond))
 	h.wantRefresh("tok-1", "", "alice")
 	h.wantCart("tok-1", map[string]int{"item-a": 1})
 	h.wantUserSessions("alice", info("tok-1", "alice", login, h.now()))
-	h.clock.Set(login.Add(lifetime))
+	h.clock.Set(login.Add(h.lifetime))
 	h.wantNoSession("tok-1")
 	h.wantNoRefresh("tok-1", "")
 	h.wantUserSessions("alice")
@@ -241,9 +256,9 @@ func testExpiryLoginRestarts(h *harness) {
 func testExpiryRenewalKeeps(h *harness) {
 	t0 := h.now()
 	liveSession(h, "tok-1", "alice")
-	keepRefreshing(h, "tok-1", "alice", t0.Add(23*time.Hour))
+	keepRefreshing(h, "tok-1", "alice", t0.Add(h.lifetime-h.idle))
 	h.renew("tok-1", "tok-2", "")
-	end := t0.Add(lifetime)
+	end := t0.Add(h.lifetime)
 	keepRefreshing(h, "tok-2", "alice", end)
 	h.clock.Set(end.Add(-time.Millisecond))
 	h.wantRefresh("tok-2", "", "alice")
@@ -256,11 +271,8 @@ func testExpiryUpdateTokenKeeps(h *harness) {
 	t0 := h.now()
 	h.update("tok-1", "alice", "item-a")
 	h.addToCart("tok-1", "item-a", 1)
-	end := t0.Add(lifetime)
-	for h.clock.Now().Add(20 * time.Minute).Before(end) {
-		h.clock.Advance(20 * time.Minute)
-		h.update("tok-1", "alice", "")
-	}
+	end := t0.Add(h.lifetime)
+	h.keepVisiting(end, func() { h.update("tok-1", "alice", "") })
 	h.clock.Set(end)
 	h.wantNoSession("tok-1")
 	// UpdateToken then starts a new session, with a lifetime of its own.
@@ -271,11 +283,8 @@ func testExpiryUpdateTokenKeeps(h *harness) {
 	// A change of user is a login: the lifetime starts again, the data
 	// stays.
 	h.addToCart("tok-1", "item-b", 1)
-	end2 := end.Add(lifetime)
-	for h.clock.Now().Add(20 * time.Minute).Before(end2) {
-		h.clock.Advance(20 * time.Minute)
-		h.update("tok-1", "bob", "")
-	}
+	end2 := end.Add(h.lifetime)
+	h.keepVisiting(end2, func() { h.update("tok-1", "bob", "") })
 	h.clock.Set(end2.Add(-time.Millisecond))
 	h.update("tok-1", "carol", "")
 	h.clock.Set(end2)
@@ -284,18 +293,21 @@ func testExpiryUpdateTokenKeeps(h *harness) {
 	h.wantUserSessions("carol", info("tok-1", "carol", end2.Add(-time.Millisecond), end2.Add(-time.Millisecond)))
 }
 
-// expiredSessions starts five sessions a second apart and moves the clock
-// so that the oldest three have been idle for the timeout.
+// expiredSessions starts five sessions a second apart (or less, so that
+// they fit in half an idle timeout) and moves the clock so that the oldest
+// three have been idle for the timeout.
 func expiredSessions(h *harness) []string {
 	h.t.Helper()
+	t0 := h.now()
+	gap := min(time.Second, (h.idle / 2).Truncate(time.Millisecond))
 	tokens := seq("tok", 5)
-	for _, token := range tokens {
+	for i, token := range tokens {
+		h.clock.Set(t0.Add(time.Duration(i) * gap))
 		h.start(token, "user-"+token)
 		h.addToCart(token, "item-a", 1)
 		h.setValue(token, "flash", []byte("hello"))
-		h.clock.Advance(time.Second)
 	}
-	h.clock.Advance(idle - 3*time.Second)
+	h.clock.Set(t0.Add(2*gap + h.idle))
 	return tokens
 }
 

@@ -78,7 +78,7 @@ func testStartReplacesExpired(h *harness) {
 	h.wantRefresh("tok-1", "item-a", "alice")
 	h.addToCart("tok-1", "item-a", 1)
 	h.setValue("tok-1", "flash", []byte("old"))
-	h.clock.Advance(idle)
+	h.clock.Advance(h.idle)
 	t1 := h.now()
 	h.start("tok-1", "bob")
 	h.wantUser("tok-1", "bob")
@@ -158,7 +158,7 @@ func testUpdateTokenReplacesExpired(h *harness) {
 	h.update("tok-1", "alice", "item-a")
 	h.addToCart("tok-1", "item-a", 1)
 	h.setValue("tok-1", "flash", []byte("old"))
-	h.clock.Advance(idle)
+	h.clock.Advance(h.idle)
 	t1 := h.now()
 	h.update("tok-1", "alice", "item-b")
 	h.wantUser("tok-1", "alice")
@@ -288,12 +288,12 @@ func testRenewOverExpired(h *harness) {
 	h.start("tok-new", "alice")
 	h.addToCart("tok-new", "item-a", 1)
 	h.setValue("tok-new", "step", []byte("alice's"))
-	h.clock.Advance(idle / 2)
+	h.clock.Advance(h.idle / 2)
 	t1 := h.now()
 	h.start("tok-old", "bob")
 	h.addToCart("tok-old", "item-b", 2)
 	h.setValue("tok-old", "flash", []byte("bob's"))
-	h.clock.Advance(idle / 2) // tok-new has expired, tok-old has not
+	h.clock.Advance(h.idle / 2) // tok-new has expired, tok-old has not
 	t2 := h.now()
 	h.renew("tok-old", "tok-new", "")
 	h.wantUser("tok-new", "bob")
@@ -308,7 +308,7 @@ func testRenewOverExpired(h *harness) {
 func testRenewOfExpired(h *harness) {
 	h.start("tok-old", "alice")
 	h.addToCart("tok-old", "item-a", 1)
-	h.clock.Advance(idle)
+	h.clock.Advance(h.idle)
 	if ok, err := h.s.RenewSession(h.ctx, "tok-old", "tok-new", "alice"); ok || err != nil {
 		h.t.Errorf(`RenewSession("tok-old", "tok-new", "alice") of an expired session = %v, %v, want false, nil`, ok, err)
 	}

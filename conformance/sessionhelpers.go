@@ -19,13 +19,6 @@ import (
 // can check that none of them outlives its session.
 var valueKeys = []string{"flash", "step", "csrf"}
 
-// idle and lifetime are the bounds of a session's life in the stores the
-// suite tests: the Factory leaves them at their defaults.
-const (
-	idle     = retail.DefaultIdleTimeout
-	lifetime = retail.DefaultLifetime
-)
-
 // now is the clock's time at the millisecond resolution Stores read it at.
 func (h *harness) now() time.Time { return h.clock.Now().Truncate(time.Millisecond) }
 

@@ -70,12 +70,12 @@ func testUsersExpiredNotListed(h *harness) {
 	t0 := h.now()
 	h.start("tok-idle", "alice")
 	h.start("tok-old", "alice")
-	h.clock.Advance(idle / 2)
+	h.clock.Advance(h.idle / 2)
 	t1 := h.now()
 	h.start("tok-new", "alice")
 	// tok-idle is never refreshed; tok-old is, until its lifetime ends.
 	h.wantRefresh("tok-old", "", "alice")
-	end := t0.Add(lifetime)
+	end := t0.Add(h.lifetime)
 	for h.clock.Now().Add(20 * time.Minute).Before(end) {
 		h.clock.Advance(20 * time.Minute)
 		h.wantRefresh("tok-old", "", "alice")
@@ -135,7 +135,7 @@ func testUsersUpdateTokenMoves(h *harness) {
 
 func testUsersLogoutUser(h *harness) {
 	h.start("tok-expired", "alice")
-	h.clock.Advance(idle)
+	h.clock.Advance(h.idle)
 	tokens := []string{"tok-1", "tok-2", "tok-3"}
 	for _, token := range tokens {
 		liveSession(h, token, "alice")

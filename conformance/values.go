@@ -196,7 +196,7 @@ func testValueGoneAfterLogout(h *harness) {
 func testValueGoneAfterExpiry(h *harness) {
 	h.start("tok-1", "alice")
 	h.setValue("tok-1", "flash", []byte("old"))
-	h.clock.Advance(idle)
+	h.clock.Advance(h.idle)
 	h.wantNoValue("tok-1", "flash")
 	if v, ok, err := h.s.PopValue(h.ctx, "tok-1", "flash"); ok || err != nil {
 		h.t.Errorf(`PopValue("tok-1", "flash") after expiry = %q, %v, %v, want a miss: false, nil`, v, ok, err)

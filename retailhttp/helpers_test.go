@@ -25,7 +25,7 @@ var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // newStore returns a memory Store on a manual clock, closed when the test
 // ends.
-func newStore(t *testing.T) (*memory.Store, *retail.ManualClock) {
+func newStore(t *testing.T) (retail.Store, *retail.ManualClock) {
 	t.Helper()
 	clock := retail.NewManualClock(epoch)
 	s, err := memory.New(memory.Options{Clock: clock})
@@ -38,7 +38,7 @@ func newStore(t *testing.T) (*memory.Store, *retail.ManualClock) {
 
 // newRankedStore returns a fresh store and its clock, with one view of
 // itemX, so that itemX is ranked and the book's rule caches its page.
-func newRankedStore(t *testing.T) (*memory.Store, *retail.ManualClock) {
+func newRankedStore(t *testing.T) (retail.Store, *retail.ManualClock) {
 	t.Helper()
 	s, clock := newStore(t)
 	view(t, s, "itemX", 1)
@@ -70,7 +70,7 @@ func newPageCache(t *testing.T, s retail.Store, opts retail.PageCacheOptions) *r
 // pageCountingStore counts reads of the page cache, so a test can tell
 // when concurrent requests have all missed.
 type pageCountingStore struct {
-	*memory.Store
+	retail.Store
 	pageReads atomic.Int64
 }
 

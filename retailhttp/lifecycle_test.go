@@ -118,7 +118,7 @@ func wantSession(t *testing.T, m *retailhttp.SessionManager, what string, c *htt
 // releases it: a request that has read its cookie but not yet reached the
 // Store.
 type gatedStore struct {
-	*memory.Store
+	retail.Store
 	gate atomic.Pointer[gate]
 }
 

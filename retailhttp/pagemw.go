@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/internal/hooks"
 )
 
 // The values of the X-Cache header that a [PageMiddleware] sets on the GET
@@ -167,12 +168,12 @@ func (m *PageMiddleware) Handler(next http.Handler) http.Handler {
 		case r.Method != http.MethodGet && r.Method != http.MethodHead:
 			next.ServeHTTP(w, r)
 		case m.opts.Skip(r):
-			m.cache.CountBypass()
+			hooks.CountPageBypass(m.cache)
 			w.Header().Set("X-Cache", CacheBypass)
 			w.Header().Set("Cache-Control", "private, no-cache")
 			next.ServeHTTP(w, r)
 		case !m.canCache(r):
-			m.cache.CountBypass()
+			hooks.CountPageBypass(m.cache)
 			w.Header().Set("X-Cache", CacheBypass)
 			next.ServeHTTP(w, r)
 		case r.Method == http.MethodHead:
@@ -199,7 +200,7 @@ func pageURL(r *http.Request) *url.URL {
 func (m *PageMiddleware) canCache(r *http.Request) bool {
 	ok, err := m.cache.CanCache(r.Context(), pageURL(r))
 	if err != nil {
-		logError(r.Context(), m.opts.Logger, "retailhttp: deciding whether a page may be cached failed; not caching", err, keyAttr(r))
+		logError(r.Context(), m.opts.Logger, "retailhttp: deciding whether a page may be cached failed; not caching", err, m.keyAttr(r))
 		return false
 	}
 	return ok
@@ -210,7 +211,7 @@ func (m *PageMiddleware) canCache(r *http.Request) bool {
 func (m *PageMiddleware) serveHead(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	p, ok, err := m.cache.Lookup(r.Context(), pageURL(r))
 	if err != nil {
-		logError(r.Context(), m.opts.Logger, "retailhttp: reading the page cache failed; not caching", err, keyAttr(r))
+		logError(r.Context(), m.opts.Logger, "retailhttp: reading the page cache failed; not caching", err, m.keyAttr(r))
 	}
 	if !ok {
 		passMiss(w, r, next)
@@ -257,7 +258,7 @@ func (m *PageMiddleware) serveGet(w http.ResponseWriter, r *http.Request, next h
 	switch {
 	case rendered:
 		if err != nil {
-			logError(ctx, m.opts.Logger, "retailhttp: writing the page cache failed", err, keyAttr(r))
+			logError(ctx, m.opts.Logger, "retailhttp: writing the page cache failed", err, m.keyAttr(r))
 		}
 		if own != nil {
 			if p == nil {
@@ -276,13 +277,18 @@ func (m *PageMiddleware) serveGet(w http.ResponseWriter, r *http.Request, next h
 		// The client is gone while waiting: there is no one to answer.
 	default:
 		if err != nil {
-			logError(ctx, m.opts.Logger, "retailhttp: reading the page cache failed; not caching", err, keyAttr(r))
+			logError(ctx, m.opts.Logger, "retailhttp: reading the page cache failed; not caching", err, m.keyAttr(r))
 		}
 		passMiss(w, r, next)
 	}
 }
 
-// keyAttr is r's page key, for the log.
-func keyAttr(r *http.Request) slog.Attr {
-	return slog.String("key", retail.PageKey(http.MethodGet, pageURL(r)))
+// keyAttr is the cache key of r's page, for the log. The errors it goes
+// with come from deciding, reading or writing a page with a key; a page
+// without one would be logged by its request URI.
+func (m *PageMiddleware) keyAttr(r *http.Request) slog.Attr {
+	if key, ok := m.cache.Key(pageURL(r)); ok {
+		return slog.String("key", key)
+	}
+	return slog.String("uri", r.URL.RequestURI())
 }

@@ -558,7 +558,7 @@ func TestPageMiddleware_StoresTheResponseAsACachedPage(t *testing.T) {
 
 // failingPagesStore fails every read of the page cache.
 type failingPagesStore struct {
-	*memory.Store
+	retail.Store
 }
 
 var errPagesDown = errors.New("pages are down")
@@ -584,6 +584,10 @@ func TestPageMiddleware_ServesPagesWhenReadingTheCacheFails(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), errPagesDown.Error()); n != 2 {
 		t.Errorf("log has the read error %d times, want 2; log:\n%s", n, logs.String())
+	}
+	// Each names the page by its cache key (no Hosts: no host in it).
+	if n := strings.Count(logs.String(), `key="GET /?item=itemX"`); n != 2 {
+		t.Errorf("log names the page's key %d times, want 2; log:\n%s", n, logs.String())
 	}
 }
 
@@ -1068,7 +1072,7 @@ func TestPageMiddleware_CountsRequestsInStatsAsXCacheSays(t *testing.T) {
 
 // pageKeyRecorder records the keys of the pages written to a Store.
 type pageKeyRecorder struct {
-	*memory.Store
+	retail.Store
 	mu   sync.Mutex
 	keys map[string]int // key: writes
 }

@@ -20,7 +20,7 @@ import (
 // countingStore counts the session lookups and writes the middleware
 // makes.
 type countingStore struct {
-	*memory.Store
+	retail.Store
 	checks, refreshes, updates, countViews atomic.Int64
 }
 
@@ -652,7 +652,7 @@ func TestSessionManager_SignedCookieWithForeignDataIsNoSession(t *testing.T) {
 }
 
 // takenStore answers every StartSession as if its token were taken.
-type takenStore struct{ *memory.Store }
+type takenStore struct{ retail.Store }
 
 func (takenStore) StartSession(context.Context, string, string) (bool, error) { return false, nil }
 

@@ -60,6 +60,7 @@ import (
 
 	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/driver"
+	"github.com/retailkit/retail/internal/settings"
 )
 
 // Options configures a Store. The zero value is the book's configuration
@@ -74,20 +75,20 @@ type Options struct {
 	// retail.DefaultIdleTimeout if zero.
 	IdleTimeout time.Duration
 	// Lifetime ends a session this long after it was started or last
-	// logged in; retail.DefaultLifetime if zero.
+	// logged in; retail.DefaultLifetime if zero. IdleTimeout and Lifetime
+	// must be in retail.MinDuration..retail.MaxSessionTime.
 	Lifetime time.Duration
 	// TouchEvery is how often, at most, a session that only gets visits is
-	// written; see retail.TouchEvery for the default and what it changes.
+	// written; see retail.DefaultTouchEvery for the default and what it
+	// changes.
+	//
+	// IdleTimeout, Lifetime and TouchEvery are kept in whole milliseconds,
+	// rounded up, as every backend keeps them, so that a session never
+	// ends sooner than configured: an IdleTimeout of 1.5 ms is 2 ms.
 	TouchEvery time.Duration
 }
 
-// Store is an in-memory retail.Store. Create one with New; it is safe for
-// concurrent use.
-type Store struct {
-	retail.Store
-}
-
-// store is the driver under Store.
+// store is the driver under the retail.Store that New returns.
 type store struct {
 	clock       retail.Clock
 	recentLimit int
@@ -123,21 +124,18 @@ type store struct {
 	claims claims // the workers' turns (workers.go)
 }
 
-var (
-	_ retail.Store = (*Store)(nil)
-	_ driver.Store = (*store)(nil)
-)
+var _ driver.Store = (*store)(nil)
 
-// New returns an empty Store. It returns an error matching retail.ErrInvalid
-// if an option is out of range.
-func New(opts Options) (*Store, error) {
+// New returns an empty in-memory Store, safe for concurrent use. It returns
+// an error matching retail.ErrInvalid if an option is out of range.
+func New(opts Options) (retail.Store, error) {
 	d, err := newDriver(opts)
 	if err != nil {
 		return nil, err
 	}
 	// Views are counted in the process already: each goes to the driver
 	// at once.
-	return &Store{retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: -1})}, nil
+	return retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: -1}), nil
 }
 
 func newDriver(opts Options) (*store, error) {
@@ -151,19 +149,16 @@ func newDriver(opts Options) (*store, error) {
 	if opts.RecentLimit == 0 {
 		opts.RecentLimit = retail.DefaultRecentLimit
 	}
-	var err error
-	if opts.IdleTimeout, opts.Lifetime, err = retail.SessionTimes(op, opts.IdleTimeout, opts.Lifetime); err != nil {
-		return nil, err
-	}
-	if opts.TouchEvery, err = retail.TouchEvery(op, opts.TouchEvery, opts.IdleTimeout); err != nil {
+	times, err := settings.ResolveSessions(op, opts.IdleTimeout, opts.Lifetime, opts.TouchEvery)
+	if err != nil {
 		return nil, err
 	}
 	s := &store{
 		clock:       opts.Clock,
 		recentLimit: opts.RecentLimit,
-		idle:        ceilMillis(opts.IdleTimeout),
-		touch:       opts.TouchEvery.Milliseconds(),
-		lifetime:    ceilMillis(opts.Lifetime),
+		idle:        times.Idle,
+		touch:       times.Touch,
+		lifetime:    times.Lifetime,
 		seed:        maphash.MakeSeed(),
 		pages:       make(map[string]*page),
 		itemPages:   make(map[string]map[string]*page),
@@ -185,13 +180,6 @@ func (s *store) Close() error { return nil }
 
 // now reads the clock at the millisecond resolution every backend uses.
 func (s *store) now() int64 { return s.clock.Now().UnixMilli() }
-
-// ceilMillis rounds d up to whole milliseconds. Times are read in whole
-// milliseconds, so a session seen at t with an idle timeout of 1.5 ms is
-// live while now < t+1.5 ms, that is while now < t+2 ms.
-func ceilMillis(d time.Duration) int64 {
-	return int64((d + time.Millisecond - 1) / time.Millisecond)
-}
 
 func cloneBytes(b []byte) []byte {
 	if b == nil {

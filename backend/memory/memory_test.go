@@ -11,8 +11,8 @@ import (
 	"github.com/retailkit/retail/conformance"
 )
 
-func newStore(tb testing.TB, clock retail.Clock) retail.Store {
-	s, err := memory.New(memory.Options{Clock: clock})
+func newStore(tb testing.TB, clock retail.Clock, cfg conformance.Config) retail.Store {
+	s, err := memory.New(memory.Options{Clock: clock, IdleTimeout: cfg.IdleTimeout, Lifetime: cfg.Lifetime, TouchEvery: cfg.TouchEvery})
 	if err != nil {
 		tb.Fatalf("memory.New() = %v", err)
 	}

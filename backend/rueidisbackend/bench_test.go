@@ -31,9 +31,12 @@ func BenchmarkStore(b *testing.B) {
 }
 
 func benchFactory(tg target, cacheTTL time.Duration) conformance.Factory {
-	return func(tb testing.TB, clock retail.Clock) retail.Store {
+	return func(tb testing.TB, clock retail.Clock, cfg conformance.Config) retail.Store {
 		c, prefix := tg.client(tb, rueidis.ClientOption{})
-		return mustNew(tb, c, rueidisbackend.Options{Prefix: prefix, Clock: clock, CacheTTL: cacheTTL})
+		return mustNew(tb, c, rueidisbackend.Options{
+			Prefix: prefix, Clock: clock, CacheTTL: cacheTTL,
+			IdleTimeout: cfg.IdleTimeout, Lifetime: cfg.Lifetime, TouchEvery: cfg.TouchEvery,
+		})
 	}
 }
 

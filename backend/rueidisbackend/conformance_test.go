@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/backend/rueidisbackend"
 	"github.com/retailkit/retail/conformance"
 )
 
@@ -12,8 +13,10 @@ import (
 // multi-key command whose keys span slots, so a pass proves that none does.
 func TestConformance(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg target) {
-		conformance.Run(t, func(tb testing.TB, clock retail.Clock) retail.Store {
-			s, _, _ := newStore(tb, tg, clock)
+		conformance.Run(t, func(tb testing.TB, clock retail.Clock, cfg conformance.Config) retail.Store {
+			s, _, _ := newStoreWith(tb, tg, rueidisbackend.Options{
+				Clock: clock, IdleTimeout: cfg.IdleTimeout, Lifetime: cfg.Lifetime, TouchEvery: cfg.TouchEvery,
+			})
 			return s
 		})
 	})

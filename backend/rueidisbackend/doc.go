@@ -57,13 +57,14 @@
 //
 // Every expiry follows the Store's clock (Options.Clock) and is exact on
 // every read: a session is live while its last-seen time is less than
-// IdleTimeout ago and its login less than Lifetime ago. Redis never
-// decides when anything ends. A session's login is written when the
-// session starts, changes user, or once Options.TouchEvery (see
-// retail.TouchEvery) has passed since it was last written; a visit within
-// it that views no new item writes nothing and costs no round trip. The
-// login's deadline is therefore a lower bound of the real idle deadline,
-// and past it the exact last-seen time is read from the server.
+// IdleTimeout ago and its login less than Lifetime ago, both in whole
+// milliseconds, rounded up, as in every backend. Redis never decides when
+// anything ends. A session's login is written when the session starts,
+// changes user, or once Options.TouchEvery (see retail.DefaultTouchEvery)
+// has passed since it was last written; a visit within it that views no new
+// item writes nothing and costs no round trip. The login's deadline is
+// therefore a lower bound of the real idle deadline, and past it the exact
+// last-seen time is read from the server.
 //
 // Every key also gets a TTL, a memory safety net Options.TTLSlack (a
 // minute by default) beyond the moment its entry ends by the Store's

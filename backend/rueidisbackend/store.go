@@ -13,6 +13,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/driver"
+	"github.com/retailkit/retail/internal/settings"
 )
 
 // Defaults for Options.
@@ -70,9 +71,14 @@ type Options struct {
 	TTLSlack time.Duration
 
 	// TouchEvery is how often, at most, a session that only gets visits is
-	// written; see retail.TouchEvery for the default and what it changes.
-	// A visit within it that views no new item costs no round trip: the
-	// session's login and recent items come from the client-side cache.
+	// written; see retail.DefaultTouchEvery for the default and what it
+	// changes. A visit within it that views no new item costs no round
+	// trip: the session's login and recent items come from the client-side
+	// cache.
+	//
+	// IdleTimeout, Lifetime and TouchEvery are kept in whole milliseconds,
+	// rounded up, as every backend keeps them, so that a session never
+	// ends sooner than configured: an IdleTimeout of 1.5 ms is 2 ms.
 	TouchEvery time.Duration
 
 	// ViewFlush is how long the Store adds up item views in its process
@@ -84,7 +90,8 @@ type Options struct {
 }
 
 // Store is a retail.Store on Redis through rueidis. Create one with New; it
-// is safe for concurrent use. Beyond retail.Store it reports CacheStats.
+// is safe for concurrent use. Its Stats report the client-side cache's hits
+// and misses (ClientCacheHits, ClientCacheMisses).
 type Store struct {
 	retail.Store
 	d *store
@@ -151,11 +158,8 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 	case opts.TTLSlack < 0:
 		return nil, &retail.InputError{Op: op, Arg: "TTLSlack", Reason: "negative"}
 	}
-	var err error
-	if opts.IdleTimeout, opts.Lifetime, err = retail.SessionTimes(op, opts.IdleTimeout, opts.Lifetime); err != nil {
-		return nil, err
-	}
-	if opts.TouchEvery, err = retail.TouchEvery(op, opts.TouchEvery, opts.IdleTimeout); err != nil {
+	times, err := settings.ResolveSessions(op, opts.IdleTimeout, opts.Lifetime, opts.TouchEvery)
+	if err != nil {
 		return nil, err
 	}
 	if opts.Prefix == "" {
@@ -180,9 +184,9 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 		limit:    strconv.Itoa(opts.RecentLimit),
 		cacheTTL: opts.CacheTTL,
 		ttlSlack: opts.TTLSlack,
-		idle:     opts.IdleTimeout.Milliseconds(),
-		touch:    opts.TouchEvery.Milliseconds(),
-		life:     opts.Lifetime.Milliseconds(),
+		idle:     times.Idle,
+		touch:    times.Touch,
+		life:     times.Lifetime,
 		slackArg: i64(opts.TTLSlack.Milliseconds()),
 		cluster:  c.Mode() == rueidis.ClientModeCluster,
 	}
@@ -199,19 +203,9 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 // rueidis client.
 func (s *store) Close() error { return nil }
 
-// CacheStats counts the Store's reads of cacheable keys (logins, pages,
-// rows): Hits were served from process memory, Misses went to the server.
-type CacheStats struct {
-	Hits, Misses uint64
-}
-
-// CacheStats returns the counts since the Store was created.
-func (s *Store) CacheStats() CacheStats {
-	return CacheStats{Hits: s.d.hits.Load(), Misses: s.d.misses.Load()}
-}
-
-// CacheCounts implements driver.Store, so that the Store's Stats
-// report the client-side cache's hits and misses (see CacheStats).
+// CacheCounts implements driver.Store, so that the Store's Stats report
+// its reads of cacheable keys (logins, pages, rows): hits were served from
+// process memory, misses went to the server.
 func (s *store) CacheCounts() (hits, misses uint64) {
 	return s.hits.Load(), s.misses.Load()
 }

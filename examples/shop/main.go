@@ -155,7 +155,13 @@ func startWorkers(ctx context.Context, store retail.Store, cat catalog, pages *r
 		return it, nil
 	}
 	cleaner, errC := retail.NewSessionCleaner(store, retail.SessionCleanerOptions{Logger: logger})
-	cacher, errR := retail.NewRowCacher(store, load, retail.RowCacherOptions{Pages: pages, Logger: logger})
+	// A changed item purges its cached pages, so that a new price shows at
+	// once instead of when the pages expire.
+	purge := func(ctx context.Context, id string) error {
+		_, err := pages.PurgeItem(ctx, id)
+		return err
+	}
+	cacher, errR := retail.NewRowCacher(store, load, retail.RowCacherOptions{OnChange: purge, Logger: logger})
 	rescaler, errV := retail.NewViewRescaler(store, retail.ViewRescalerOptions{Logger: logger})
 	if err := errors.Join(errC, errR, errV); err != nil {
 		return nil, err

@@ -1,0 +1,10 @@
+// Package hooks lets the packages of this module reach what package retail
+// keeps for them alone, without exporting a method that one caller would
+// use. Package retail sets each hook when it is initialized, so a package
+// that imports retail finds them set.
+package hooks
+
+// CountPageBypass counts one request in the Stats of the Store under cache,
+// a *retail.PageCache, as a page bypass (Stats.PageBypasses): a request the
+// retailhttp page middleware answered without consulting the cache.
+var CountPageBypass func(cache any)
