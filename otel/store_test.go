@@ -123,7 +123,10 @@ type method struct {
 func everyMethod(token string) []method {
 	ignore := func(err error) error { return err }
 	return []method{
-		{"StartSession", func(ctx context.Context, s retail.Store) error { _, err := s.StartSession(ctx, token+"-2", ""); return err }},
+		{"StartSession", func(ctx context.Context, s retail.Store) error {
+			_, err := s.StartSession(ctx, token+"-2", "")
+			return err
+		}},
 		{"CheckToken", func(ctx context.Context, s retail.Store) error { _, _, err := s.CheckToken(ctx, token); return err }},
 		{"RefreshSession", func(ctx context.Context, s retail.Store) error {
 			_, _, err := s.RefreshSession(ctx, token, "kettle")
@@ -136,7 +139,10 @@ func everyMethod(token string) []method {
 		{"RepairSessions", func(ctx context.Context, s retail.Store) error { _, err := s.RepairSessions(ctx); return err }},
 		{"SetValue", func(ctx context.Context, s retail.Store) error { return s.SetValue(ctx, token, "flash", []byte("hi")) }},
 		{"Value", func(ctx context.Context, s retail.Store) error { _, _, err := s.Value(ctx, token, "flash"); return err }},
-		{"PopValue", func(ctx context.Context, s retail.Store) error { _, _, err := s.PopValue(ctx, token, "flash"); return err }},
+		{"PopValue", func(ctx context.Context, s retail.Store) error {
+			_, _, err := s.PopValue(ctx, token, "flash")
+			return err
+		}},
 		{"DeleteValue", func(ctx context.Context, s retail.Store) error { return s.DeleteValue(ctx, token, "flash") }},
 		{"AddToCart", func(ctx context.Context, s retail.Store) error { return s.AddToCart(ctx, token, "kettle", 2) }},
 		{"IncrementCart", func(ctx context.Context, s retail.Store) error {
@@ -144,7 +150,9 @@ func everyMethod(token string) []method {
 			return err
 		}},
 		{"Cart", func(ctx context.Context, s retail.Store) error { _, err := s.Cart(ctx, token); return err }},
-		{"SetPage", func(ctx context.Context, s retail.Store) error { return s.SetPage(ctx, "page-1", []byte("p"), time.Minute) }},
+		{"SetPage", func(ctx context.Context, s retail.Store) error {
+			return s.SetPage(ctx, "page-1", []byte("p"), time.Minute)
+		}},
 		{"SetItemPage", func(ctx context.Context, s retail.Store) error {
 			return s.SetItemPage(ctx, "kettle", "page-2", []byte("p"), time.Minute)
 		}},
@@ -177,7 +185,10 @@ func everyMethod(token string) []method {
 			return s.EndSession(ctx, infos[0].ID)
 		}},
 		{"Logout", func(ctx context.Context, s retail.Store) error { return s.Logout(ctx, token+"-2") }},
-		{"LogoutUser", func(ctx context.Context, s retail.Store) error { _, err := s.LogoutUser(ctx, "alice"); return ignore(err) }},
+		{"LogoutUser", func(ctx context.Context, s retail.Store) error {
+			_, err := s.LogoutUser(ctx, "alice")
+			return ignore(err)
+		}},
 	}
 }
 
@@ -464,21 +475,21 @@ func TestStore_ReportsEveryStatThroughObservableInstruments(t *testing.T) {
 	h := newHarness(t, fixedStats{Store: newMemory(t), stats: stats})
 	const b = "retail.backend=memory"
 	want := map[string]int64{
-		"retail.page_cache.requests{" + b + ",retail.result=hit}":      1,
-		"retail.page_cache.requests{" + b + ",retail.result=miss}":     2,
-		"retail.page_cache.requests{" + b + ",retail.result=bypass}":   3,
-		"retail.page_cache.coalesced{" + b + "}":                       4,
-		"retail.sessions.started{" + b + "}":                           5,
-		"retail.sessions.ended{" + b + ",retail.reason=logout}":        6,
-		"retail.sessions.ended{" + b + ",retail.reason=logout_user}":   7,
-		"retail.sessions.ended{" + b + ",retail.reason=cleaned}":       8,
-		"retail.cleaner.lag{" + b + "}":                                9,
-		"retail.sessions.repaired{" + b + "}":                          10,
-		"retail.views.flush_failures{" + b + "}":                       11,
-		"retail.rows.refreshed{" + b + "}":                             12,
-		"retail.views.rescales{" + b + "}":                             13,
-		"retail.client_cache.reads{" + b + ",retail.result=hit}":       14,
-		"retail.client_cache.reads{" + b + ",retail.result=miss}":      15,
+		"retail.page_cache.requests{" + b + ",retail.result=hit}":    1,
+		"retail.page_cache.requests{" + b + ",retail.result=miss}":   2,
+		"retail.page_cache.requests{" + b + ",retail.result=bypass}": 3,
+		"retail.page_cache.coalesced{" + b + "}":                     4,
+		"retail.sessions.started{" + b + "}":                         5,
+		"retail.sessions.ended{" + b + ",retail.reason=logout}":      6,
+		"retail.sessions.ended{" + b + ",retail.reason=logout_user}": 7,
+		"retail.sessions.ended{" + b + ",retail.reason=cleaned}":     8,
+		"retail.cleaner.lag{" + b + "}":                              9,
+		"retail.sessions.repaired{" + b + "}":                        10,
+		"retail.views.flush_failures{" + b + "}":                     11,
+		"retail.rows.refreshed{" + b + "}":                           12,
+		"retail.views.rescales{" + b + "}":                           13,
+		"retail.client_cache.reads{" + b + ",retail.result=hit}":     14,
+		"retail.client_cache.reads{" + b + ",retail.result=miss}":    15,
 	}
 	if diff := cmp.Diff(want, h.collect(t)); diff != "" {
 		t.Errorf("metrics (-want +got):\n%s", diff)
