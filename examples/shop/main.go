@@ -4,6 +4,7 @@
 //	go run ./examples/shop                       # in-memory store on 127.0.0.1:8080
 //	go run ./examples/shop -redis 127.0.0.1:6380 # Redis (several addresses: a cluster)
 //	go run ./examples/shop -idle-timeout 2s      # sessions end after 2 idle seconds
+//	go -C otel run ./examples/shop -metrics      # the same shop, with OpenTelemetry metrics at /metrics
 //
 // The home page lists the most viewed items (every visitor's views count);
 // item pages show the visitor's recently viewed items and add to the cart,
@@ -14,39 +15,30 @@
 // background. /debug/vars shows the store's counters (retail.Stats) as the
 // expvar variable "retail": page cache hits, sessions started and cleaned,
 // rows refreshed. SIGINT or SIGTERM shuts the shop down cleanly.
+//
+// The shop itself is package [github.com/retailkit/retail/examples/shop/webshop].
+// Its -metrics flag needs OpenTelemetry, which the retail module leaves
+// out: the build that serves metrics is the one in the otel module
+// (otel/examples/shop), and this one says so.
 package main
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
-	"strings"
-	"sync"
 	"syscall"
-	"time"
 
 	"github.com/retailkit/retail"
-	"github.com/retailkit/retail/examples/internal/backends"
+	"github.com/retailkit/retail/examples/shop/webshop"
 )
-
-// rowDelay is how often the row cacher refreshes each item's cached row.
-const rowDelay = 10 * time.Second
-
-// shutdownGrace bounds how long requests in flight may finish at shutdown.
-const shutdownGrace = 5 * time.Second
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	if err := webshop.Run(ctx, os.Args[1:], os.Stdout, os.Stderr, withoutMetrics()); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "shop:", err)
 		}
@@ -54,129 +46,23 @@ func main() {
 	}
 }
 
-// run serves the shop until ctx ends, then shuts it down: the server first,
-// letting requests in flight finish, then the workers, then the store.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("shop", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:8080", "address to serve on")
-	redisAddrs := fs.String("redis", "", "use Redis at `ADDR[,ADDR...]` instead of memory (several addresses: a cluster)")
-	cookieKey := fs.String("cookie-key", "", "`HEX` key of at least 32 bytes: use signed session cookies instead of token cookies")
-	secure := fs.Bool("secure", false, "mark the session cookie Secure (serve behind HTTPS)")
-	idle := fs.Duration("idle-timeout", retail.DefaultIdleTimeout, "end a session not used for this long")
-	lifetime := fs.Duration("lifetime", retail.DefaultLifetime, "end a session this long after it started or logged in")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	opts := shopOptions{Secure: *secure, Lifetime: *lifetime, Logger: logger}
-	if *cookieKey != "" {
-		key, err := hex.DecodeString(*cookieKey)
-		if err != nil {
-			return fmt.Errorf("-cookie-key: %w", err)
-		}
-		opts.SigningKey = key
-	}
+// errNoMetrics is what -metrics gives in this build.
+var errNoMetrics = errors.New("-metrics: this build has no OpenTelemetry (the retail module leaves it out); " +
+	"run the shop from the otel module instead: go -C otel run ./examples/shop -metrics")
 
-	var addrs []string
-	if *redisAddrs != "" {
-		addrs = strings.Split(*redisAddrs, ",")
-	}
-	store, backend, closeStore, err := backends.Open(addrs, backends.Options{IdleTimeout: *idle, Lifetime: *lifetime})
-	if err != nil {
-		return fmt.Errorf("-redis %s: %w", *redisAddrs, err)
-	}
-	defer closeStore()
-
-	cat := newCatalog()
-	// One page cache for the pages and the row cacher: a row refreshed with
-	// new data (a price change) purges its item's cached pages.
-	if opts.Pages, err = retail.NewPageCache(store, retail.PageCacheOptions{}); err != nil {
-		return err
-	}
-	handler, err := newShop(store, cat, opts)
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelError),
-	}
-
-	workCtx, stopWorkers := context.WithCancel(context.Background())
-	defer stopWorkers()
-	workers, err := startWorkers(workCtx, store, cat, opts.Pages, logger)
-	if err != nil {
-		return err
-	}
-
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	fmt.Fprintf(stdout, "shop: serving on http://%s (%s backend); stop with Ctrl-C\n", ln.Addr(), backend)
-
-	var serveErr error
-	select {
-	case <-ctx.Done():
-	case serveErr = <-served:
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		serveErr = errors.Join(serveErr, err)
-	}
-	stopWorkers()
-	workers.Wait()
-	fmt.Fprintln(stdout, "shop: stopped")
-	if errors.Is(serveErr, http.ErrServerClosed) {
-		serveErr = nil
-	}
-	return serveErr
-}
-
-// startWorkers runs the book's three background loops until ctx ends. Rows
-// of every item are scheduled for caching first, so that item pages read
-// them from the row cache.
-func startWorkers(ctx context.Context, store retail.Store, cat catalog, pages *retail.PageCache, logger *slog.Logger) (*sync.WaitGroup, error) {
-	for id := range cat {
-		if err := store.ScheduleRowCache(ctx, id, rowDelay); err != nil {
-			return nil, err
-		}
-	}
-	load := func(_ context.Context, id string) (any, error) {
-		it, ok := cat[id]
-		if !ok {
-			return nil, fmt.Errorf("no item %q", id)
-		}
-		return it, nil
-	}
-	cleaner, errC := retail.NewSessionCleaner(store, retail.SessionCleanerOptions{Logger: logger})
-	// A changed item purges its cached pages, so that a new price shows at
-	// once instead of when the pages expire.
-	purge := func(ctx context.Context, id string) error {
-		_, err := pages.PurgeItem(ctx, id)
-		return err
-	}
-	cacher, errR := retail.NewRowCacher(store, load, retail.RowCacherOptions{OnChange: purge, Logger: logger})
-	rescaler, errV := retail.NewViewRescaler(store, retail.ViewRescalerOptions{Logger: logger})
-	if err := errors.Join(errC, errR, errV); err != nil {
-		return nil, err
-	}
-	var wg sync.WaitGroup
-	for name, w := range map[string]interface{ Run(context.Context) error }{
-		"session cleaner": cleaner,
-		"row cacher":      cacher,
-		"view rescaler":   rescaler,
-	} {
-		wg.Go(func() {
-			if err := w.Run(ctx); err != nil {
-				logger.Error("shop: worker stopped", "worker", name, "err", err)
+// withoutMetrics gives this build the -metrics flag of the otel module's,
+// which refuses to start and says where the metrics are.
+func withoutMetrics() webshop.Extension {
+	var metrics *bool
+	return webshop.Extension{
+		Flags: func(fs *flag.FlagSet) {
+			metrics = fs.Bool("metrics", false, "serve OpenTelemetry metrics at /metrics (only in the otel module's build: go -C otel run ./examples/shop -metrics)")
+		},
+		Setup: func(retail.Store, string) (webshop.Setup, error) {
+			if *metrics {
+				return webshop.Setup{}, errNoMetrics
 			}
-		})
+			return webshop.Setup{}, nil
+		},
 	}
-	return &wg, nil
 }

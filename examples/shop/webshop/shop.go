@@ -1,4 +1,4 @@
-package main
+package webshop
 
 import (
 	"bytes"
@@ -55,6 +55,9 @@ type shopOptions struct {
 	// follows; retail.DefaultLifetime if zero.
 	Lifetime time.Duration
 	Logger   *slog.Logger
+	// Routes are served beside the shop's, outside its middlewares, by
+	// pattern (an Extension's, such as "GET /metrics").
+	Routes map[string]http.Handler
 }
 
 // newShop returns the shop's handler over store. Requests pass through the
@@ -115,6 +118,9 @@ func newShop(store retail.Store, cat catalog, opts shopOptions) (http.Handler, e
 	publishStats(store)
 	root := http.NewServeMux()
 	root.HandleFunc("GET /debug/vars", debugVars)
+	for pattern, h := range opts.Routes {
+		root.Handle(pattern, h)
+	}
 	// Cross-origin POSTs (a form on another site) are refused; SameSite=Lax
 	// cookies already keep them anonymous.
 	root.Handle("/", http.NewCrossOriginProtection().Handler(sessions.Handler(pages.Handler(mux))))

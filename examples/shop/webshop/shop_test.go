@@ -1,4 +1,4 @@
-package main
+package webshop
 
 import (
 	"bytes"
@@ -569,7 +569,7 @@ func TestRun_ServesUntilCanceled(t *testing.T) {
 	defer cancel()
 	var stdout, stderr syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, &stdout, &stderr) }()
+	go func() { done <- Run(ctx, []string{"-addr", "127.0.0.1:0"}, &stdout, &stderr, Extension{}) }()
 
 	var base string
 	deadline := time.Now().Add(waitLimit)
@@ -624,8 +624,8 @@ func TestRun_RejectsBadFlags(t *testing.T) {
 		{"-nope"},
 	} {
 		var out syncBuffer
-		if err := run(context.Background(), args, &out, &out); err == nil {
-			t.Errorf("run(%q) = nil, want an error", args)
+		if err := Run(context.Background(), args, &out, &out, Extension{}); err == nil {
+			t.Errorf("Run(%q) = nil, want an error", args)
 		}
 	}
 }
