@@ -122,6 +122,7 @@ func (s *Store) Close() error {
 // call is one Store call being traced and timed.
 type call struct {
 	s     *Store
+	ctx   context.Context // the span's, for the metrics' exemplars
 	span  trace.Span
 	op    string
 	start time.Time
@@ -133,7 +134,7 @@ func (s *Store) begin(ctx context.Context, op string) (context.Context, call) {
 	ctx, span := s.tracer.Start(ctx, "retail."+op,
 		trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(OperationKey.String(op), s.backend))
-	return ctx, call{s: s, span: span, op: op, start: time.Now()}
+	return ctx, call{s: s, ctx: ctx, span: span, op: op, start: time.Now()}
 }
 
 // end records the call's outcome: found is the call's boolean result (true
@@ -141,7 +142,7 @@ func (s *Store) begin(ctx context.Context, op string) (context.Context, call) {
 func (c call) end(found bool, err error) {
 	elapsed := time.Since(c.start).Seconds()
 	outcome := Outcome(found, err)
-	ctx := context.Background() // the metrics' exemplars need no parent
+	ctx := c.ctx
 	attrs := metric.WithAttributes(OperationKey.String(c.op), c.s.backend, OutcomeKey.String(outcome))
 	c.s.calls.Add(ctx, 1, attrs)
 	c.s.duration.Record(ctx, elapsed, attrs)
