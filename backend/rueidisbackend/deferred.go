@@ -12,7 +12,7 @@ import (
 )
 
 // In a cluster the session index lives on a slot of its own, usually on
-// another node than a session's keys. While the node that holds it is
+// another node than a session. While the node that holds it is
 // unreachable (it failed and its replica is not yet promoted, say), a
 // request whose own session's node answers still checks and refreshes its
 // session: RefreshSession and UpdateToken keep the index entries they could

@@ -81,7 +81,7 @@ func (s *store) oldestFrom(res []rueidis.RedisResult, keep, limit int) (entries 
 		}
 		entries = make([]indexEntry, len(zs))
 		for i, z := range zs {
-			// The stamps of the seen keys are formatted alike, so the
+			// The stamps of the sessions' seen fields are formatted alike, so the
 			// scripts that compare them mostly find equal strings.
 			entries[i] = indexEntry{token: z.Member, stamp: formatStamp(z.Score)}
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// In a cluster a session's keys, the session index and the users' indexes
+// In a cluster a session, the session index and the users' indexes
 // live on different slots, so a call writes them in separate steps, and a
 // master that fails before its replica received its last writes loses
 // some steps but not the others (Redis replicates asynchronously). What

@@ -51,7 +51,7 @@ var statusLua = fmt.Sprintf("local OK, NO_SESSION, EXISTS, FULL, TOO_MANY = %d, 
 // functions, then src.
 func sessionScript(src string) *script { return newScript(statusLua + sessionLua + src) }
 
-// login is the content of a login key.
+// login is the content of a session's login field.
 type login struct {
 	created  int64  // Unix ms
 	cstamp   string // the created stamp, as the user's index scores it
@@ -59,7 +59,7 @@ type login struct {
 	user     string
 }
 
-// createdField formats a session's created stamp for its login key: the
+// createdField formats a session's created stamp for its login field: the
 // stamp, followed by "/MS" if the stamp is not within the millisecond the
 // clock read (see nextStamp).
 func createdField(stamp float64, now int64) string {
@@ -69,12 +69,12 @@ func createdField(stamp float64, now int64) string {
 	return formatStamp(stamp) + "/" + i64(now)
 }
 
-// loginValue formats a login key's value.
+// loginValue formats a login field.
 func loginValue(created string, deadline int64, user string) string {
 	return created + " " + i64(deadline) + " " + user
 }
 
-// parseLogin parses a login key's value; ok is false if it was not written
+// parseLogin parses a login field; ok is false if it was not written
 // by this version.
 func parseLogin(v string) (l login, ok bool) {
 	c, rest, ok1 := strings.Cut(v, " ")
