@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/retailkit/retail/internal/settings"
 	"github.com/retailkit/retail/driver"
+	"github.com/retailkit/retail/internal/settings"
 )
 
 // A session owns its recent items, cart and values, so they go wherever it
