@@ -79,8 +79,11 @@ type Store interface {
 //
 // A session expires, by the Store's clock, once it has not been refreshed
 // for the Store's idle timeout ([DefaultIdleTimeout] unless configured) or
-// once its lifetime ([DefaultLifetime]) has passed since it was created or
-// last logged in: from that instant on every call treats it as absent. Its
+// once its lifetime has passed since it was created or last logged in: the
+// Store's lifetime ([DefaultLifetime] unless configured), or a shorter one
+// of its own given at login ([Sessions.StartSessionFor],
+// [Sessions.RenewSessionFor]). From that instant on every call treats it
+// as absent. Its
 // data is removed by [Sessions.CleanSessions], on access, or (on Redis) by
 // key TTLs set beyond that instant.
 type Sessions interface {
@@ -89,6 +92,23 @@ type Sessions interface {
 	// already names a live session it reports created == false and writes
 	// nothing: tokens are meant to be new random values.
 	StartSession(ctx context.Context, token, user string) (created bool, err error)
+
+	// StartSessionFor is StartSession for a session with a lifetime of its
+	// own, such as 30 days for a "remember me" login and a day otherwise:
+	// the session expires lifetime after it started (and by the idle
+	// timeout, as every session does). lifetime must be positive and at
+	// most the Store's lifetime, which is the longest any session lives
+	// (see the backend's Lifetime option); otherwise StartSessionFor
+	// returns an error matching [ErrInvalid] and writes nothing. Like every
+	// session time it is rounded up to whole milliseconds.
+	//
+	// The session keeps its lifetime through RefreshSession, through
+	// UpdateToken with its own user and through RenewSession without a
+	// user (a renewal: its start is kept too). A login replaces it: a
+	// RenewSessionFor with the lifetime it gives, a RenewSession with a
+	// user, or an UpdateToken that changes the user, with the Store's
+	// lifetime; each starts it again from the login.
+	StartSessionFor(ctx context.Context, token, user string, lifetime time.Duration) (created bool, err error)
 
 	// CheckToken returns the user token's session is logged in as ("" for
 	// a guest). If the token has no live session (never seen, logged out,
@@ -125,6 +145,14 @@ type Sessions interface {
 	// At no moment is neither token live: a concurrent CheckToken finds
 	// one of them.
 	RenewSession(ctx context.Context, token, newToken, user string) (ok bool, err error)
+
+	// RenewSessionFor is RenewSession for a login that gives the session a
+	// lifetime of its own, as StartSessionFor does: the session is logged
+	// in as user (which must not be empty) and expires lifetime after the
+	// login. lifetime must be positive and at most the Store's lifetime;
+	// otherwise, or if user is empty, it returns an error matching
+	// [ErrInvalid] and writes nothing.
+	RenewSessionFor(ctx context.Context, token, newToken, user string, lifetime time.Duration) (ok bool, err error)
 
 	// RecentItems returns the items token viewed, newest first, each once.
 	// A token without a live session has no recent items: the result is

@@ -149,6 +149,14 @@ func checkGuestUser(op, user string) error {
 	return checkUser(op, user)
 }
 
+// checkLifetime checks a session's own lifetime against the Store's, max.
+func checkLifetime(op string, lifetime, max time.Duration) error {
+	if lifetime <= 0 || lifetime > max {
+		return invalid(op, "lifetime", "not in (0, "+max.String()+"], the Store's lifetime")
+	}
+	return nil
+}
+
 func checkTokenKey(op, token, key string) error {
 	if err := checkID(op, "token", token); err != nil {
 		return err
@@ -167,8 +175,7 @@ func checkSetValue(token, key string, value []byte) error {
 	return nil
 }
 
-func checkRenewSession(token, newToken, user string) error {
-	const op = "RenewSession"
+func checkRenewSession(op, token, newToken, user string) error {
 	if err := checkID(op, "token", token); err != nil {
 		return err
 	}

@@ -34,11 +34,19 @@ type StoreOptions struct {
 	// processes see them within ViewFlush. If the process dies, the views
 	// of its last window are lost.
 	ViewFlush time.Duration
+
+	// Lifetime is the driver's session lifetime (its Lifetime option,
+	// resolved): the longest lifetime StartSessionFor and RenewSessionFor
+	// accept. [DefaultLifetime] if zero.
+	Lifetime time.Duration
 }
 
 // NewStoreWith is [NewStore] with options.
 func NewStoreWith(d driver.Store, opts StoreOptions) Store {
-	s := &store{d: d}
+	s := &store{d: d, lifetime: opts.Lifetime}
+	if s.lifetime == 0 {
+		s.lifetime = DefaultLifetime
+	}
 	if opts.ViewFlush == 0 {
 		opts.ViewFlush = DefaultViewFlush
 	}
@@ -53,6 +61,8 @@ type store struct {
 	closed atomic.Bool
 	stats  counters
 	views  *viewBuffer // nil if views go to the driver at once
+
+	lifetime time.Duration // the longest a session lives
 }
 
 // countView counts one view of item: into the buffer, or at once.
@@ -111,7 +121,20 @@ func (s *store) CheckToken(ctx context.Context, token string) (string, bool, err
 }
 
 func (s *store) StartSession(ctx context.Context, token, user string) (bool, error) {
-	const op = "StartSession"
+	return s.startSession(ctx, "StartSession", token, user, 0)
+}
+
+func (s *store) StartSessionFor(ctx context.Context, token, user string, lifetime time.Duration) (bool, error) {
+	const op = "StartSessionFor"
+	if err := checkLifetime(op, lifetime, s.lifetime); err != nil {
+		return false, err
+	}
+	return s.startSession(ctx, op, token, user, lifetime)
+}
+
+// startSession starts a session with the given lifetime, 0 for the
+// Store's.
+func (s *store) startSession(ctx context.Context, op, token, user string, lifetime time.Duration) (bool, error) {
 	if err := checkID(op, "token", token); err != nil {
 		return false, err
 	}
@@ -121,7 +144,7 @@ func (s *store) StartSession(ctx context.Context, token, user string) (bool, err
 	if err := s.begin(ctx); err != nil {
 		return false, fail(op, tokenArg(token), err)
 	}
-	st, err := s.d.StartSession(ctx, sessionid.Of(token), user)
+	st, err := s.d.StartSession(ctx, sessionid.Of(token), user, lifetime)
 	if err != nil {
 		return false, fail(op, tokenArg(token), err)
 	}
@@ -157,13 +180,32 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 
 func (s *store) RenewSession(ctx context.Context, token, newToken, user string) (bool, error) {
 	const op = "RenewSession"
-	if err := checkRenewSession(token, newToken, user); err != nil {
+	if err := checkRenewSession(op, token, newToken, user); err != nil {
 		return false, err
 	}
+	return s.renewSession(ctx, op, token, newToken, user, 0)
+}
+
+func (s *store) RenewSessionFor(ctx context.Context, token, newToken, user string, lifetime time.Duration) (bool, error) {
+	const op = "RenewSessionFor"
+	if err := checkRenewSession(op, token, newToken, user); err != nil {
+		return false, err
+	}
+	if user == "" {
+		return false, invalid(op, "user", "empty: a lifetime is given at a login")
+	}
+	if err := checkLifetime(op, lifetime, s.lifetime); err != nil {
+		return false, err
+	}
+	return s.renewSession(ctx, op, token, newToken, user, lifetime)
+}
+
+// renewSession renews a session, giving it lifetime if it is not 0.
+func (s *store) renewSession(ctx context.Context, op, token, newToken, user string, lifetime time.Duration) (bool, error) {
 	if err := s.begin(ctx); err != nil {
 		return false, fail(op, tokenArg(token), err)
 	}
-	st, err := s.d.RenewSession(ctx, sessionid.Of(token), sessionid.Of(newToken), user)
+	st, err := s.d.RenewSession(ctx, sessionid.Of(token), sessionid.Of(newToken), user, lifetime)
 	switch {
 	case err != nil:
 		return false, fail(op, tokenArg(token), err)

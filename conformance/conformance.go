@@ -134,7 +134,7 @@ func Run(t *testing.T, newStore Factory) {
 	}
 	su := &suite{newStore: newStore, timeout: timeout, cfg: defaultConfig}
 	groups := [][]behaviour{
-		bookTests, sessionTests, lifecycleTests, expiryTests, userTests,
+		bookTests, sessionTests, lifecycleTests, expiryTests, lifetimeTests, userTests,
 		valueTests, cleaningTests, cartTests, pageTests, rowTests, viewTests,
 		frontDoorTests, logoutTests, logoutUserTests, touchTests, concurrencyTests, workerTests,
 	}
@@ -146,7 +146,7 @@ func Run(t *testing.T, newStore Factory) {
 	for _, o := range otherTimes {
 		su := &suite{newStore: newStore, timeout: timeout, cfg: o.cfg}
 		t.Run(o.name, func(t *testing.T) {
-			for _, group := range [][]behaviour{expiryTests, touchTests} {
+			for _, group := range [][]behaviour{expiryTests, lifetimeTests, touchTests} {
 				for _, b := range group {
 					su.run(t, b)
 				}

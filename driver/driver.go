@@ -45,8 +45,11 @@ import (
 // caller; a driver must not keep slices passed to it after the call returns.
 type Store interface {
 	// StartSession creates a session for token (user "" for a guest), or
-	// reports Exists, writing nothing, if token names a live session.
-	StartSession(ctx context.Context, token, user string) (Status, error)
+	// reports Exists, writing nothing, if token names a live session. A
+	// lifetime of 0 gives the session the driver's Lifetime; any other is
+	// the session's own (retail.Sessions.StartSessionFor), positive and at
+	// most the driver's Lifetime, to be rounded up to whole milliseconds.
+	StartSession(ctx context.Context, token, user string, lifetime time.Duration) (Status, error)
 
 	// CheckToken returns the user of token's live session, or ok == false.
 	CheckToken(ctx context.Context, token string) (user string, ok bool, err error)
@@ -65,8 +68,11 @@ type Store interface {
 	// RenewSession moves token's live session to newToken (token !=
 	// newToken), setting user if it is not empty. It reports NoSession if
 	// token has no live session and Exists if newToken names one; then
-	// nothing is written.
-	RenewSession(ctx context.Context, token, newToken, user string) (Status, error)
+	// nothing is written. With a user (a login) the session's lifetime
+	// starts again: lifetime if it is not 0 (as StartSession takes it),
+	// else the driver's Lifetime. Without one (then lifetime is 0) the
+	// session keeps its start and lifetime.
+	RenewSession(ctx context.Context, token, newToken, user string, lifetime time.Duration) (Status, error)
 
 	// RecentItems returns token's recently viewed items, newest first; nil
 	// or empty without a live session.

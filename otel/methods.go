@@ -18,6 +18,14 @@ func (s *Store) StartSession(ctx context.Context, token, user string) (created b
 	return created, err
 }
 
+// StartSessionFor calls the wrapped Store's StartSessionFor in a span of its own.
+func (s *Store) StartSessionFor(ctx context.Context, token, user string, lifetime time.Duration) (created bool, err error) {
+	ctx, c := s.begin(ctx, "StartSessionFor")
+	created, err = s.Store.StartSessionFor(ctx, token, user, lifetime)
+	c.end(created, err)
+	return created, err
+}
+
 // CheckToken calls the wrapped Store's CheckToken in a span of its own.
 func (s *Store) CheckToken(ctx context.Context, token string) (user string, ok bool, err error) {
 	ctx, c := s.begin(ctx, "CheckToken")
@@ -46,6 +54,14 @@ func (s *Store) UpdateToken(ctx context.Context, token, user, item string) (err 
 func (s *Store) RenewSession(ctx context.Context, token, newToken, user string) (ok bool, err error) {
 	ctx, c := s.begin(ctx, "RenewSession")
 	ok, err = s.Store.RenewSession(ctx, token, newToken, user)
+	c.end(ok, err)
+	return ok, err
+}
+
+// RenewSessionFor calls the wrapped Store's RenewSessionFor in a span of its own.
+func (s *Store) RenewSessionFor(ctx context.Context, token, newToken, user string, lifetime time.Duration) (ok bool, err error) {
+	ctx, c := s.begin(ctx, "RenewSessionFor")
+	ok, err = s.Store.RenewSessionFor(ctx, token, newToken, user, lifetime)
 	c.end(ok, err)
 	return ok, err
 }

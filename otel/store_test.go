@@ -127,6 +127,10 @@ func everyMethod(token string) []method {
 			_, err := s.StartSession(ctx, token+"-2", "")
 			return err
 		}},
+		{"StartSessionFor", func(ctx context.Context, s retail.Store) error {
+			_, err := s.StartSessionFor(ctx, token+"-5", "", time.Hour)
+			return err
+		}},
 		{"CheckToken", func(ctx context.Context, s retail.Store) error { _, _, err := s.CheckToken(ctx, token); return err }},
 		{"RefreshSession", func(ctx context.Context, s retail.Store) error {
 			_, _, err := s.RefreshSession(ctx, token, "kettle")
@@ -175,6 +179,10 @@ func everyMethod(token string) []method {
 		{"CleanSessions", func(ctx context.Context, s retail.Store) error { _, err := s.CleanSessions(ctx, 100, 10); return err }},
 		{"RenewSession", func(ctx context.Context, s retail.Store) error {
 			_, err := s.RenewSession(ctx, token, token+"-3", "alice")
+			return err
+		}},
+		{"RenewSessionFor", func(ctx context.Context, s retail.Store) error {
+			_, err := s.RenewSessionFor(ctx, token+"-3", token+"-4", "alice", time.Hour)
 			return err
 		}},
 		{"EndSession", func(ctx context.Context, s retail.Store) error {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/internal/rules"
@@ -151,6 +153,51 @@ func (m *SessionManager) Ensure(ctx context.Context, w http.ResponseWriter) (Ses
 // old session is unchanged, unless it was another user's, which is logged
 // out first.
 func (m *SessionManager) Login(ctx context.Context, w http.ResponseWriter, user string) (Session, error) {
+	return m.LoginWith(ctx, w, user, LoginOptions{})
+}
+
+// LoginOptions are the choices an application makes at a login, such as
+// from a "remember me" checkbox (see [SessionManager.LoginWith]). The zero
+// value is [SessionManager.Login]'s: a persistent cookie of
+// SessionOptions.MaxAge and the Store's session lifetime.
+type LoginOptions struct {
+	// Lifetime, if not zero, gives the session a lifetime of its own
+	// ([retail.Sessions.StartSessionFor], [retail.Sessions.RenewSessionFor]):
+	// it ends that long after the login, and a persistent cookie lasts as
+	// long. It must be positive and at most the Store's lifetime, which
+	// bounds every session; otherwise LoginWith returns an error matching
+	// [retail.ErrInvalid] and logs nothing in.
+	Lifetime time.Duration
+
+	// BrowserSession makes the cookie a browser-session cookie, with no
+	// Max-Age or Expires: the browser drops it when it ends the session
+	// (usually when it closes). The session itself still ends by the
+	// Store's clock. Without it the cookie is persistent.
+	BrowserSession bool
+}
+
+// cookieKey is the session value under which LoginWith records a login's
+// cookie when it is not Login's, so that Renew sets the same kind: "session"
+// for a browser-session cookie, or the Unix ms at which a persistent one
+// expires. It counts against retail.MaxSessionValues.
+const cookieKey = "retailhttp:cookie"
+
+// LoginWith is [SessionManager.Login] with the choices opts makes: a
+// browser-session or a persistent cookie, and the session's own lifetime,
+// say 30 days for "remember me" and a day otherwise:
+//
+//	opts := retailhttp.LoginOptions{Lifetime: 24 * time.Hour, BrowserSession: true}
+//	if r.FormValue("remember") != "" {
+//		opts = retailhttp.LoginOptions{Lifetime: 30 * 24 * time.Hour}
+//	}
+//	_, err := sessions.LoginWith(r.Context(), w, user, opts)
+//
+// The choices hold until the next login: Renew keeps the session's
+// lifetime and sets a cookie of the same kind, a persistent one expiring
+// when the login's did. LoginWith with options other than the zero value
+// records them in a session value (one of retail.MaxSessionValues); a
+// login with the zero value drops it.
+func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, user string, opts LoginOptions) (Session, error) {
 	rs, err := m.request(ctx, "Login")
 	if err != nil {
 		return Session{}, err
@@ -158,10 +205,18 @@ func (m *SessionManager) Login(ctx context.Context, w http.ResponseWriter, user 
 	if why := rules.User(user); why != "" {
 		return Session{}, invalid("SessionManager.Login", "user", why)
 	}
+	if opts.Lifetime < 0 {
+		return Session{}, invalid("SessionManager.Login", "Lifetime", "negative")
+	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	s := Session{Token: newToken(), User: user}
-	value, err := m.cookieValue(s)
+	maxAge := m.opts.MaxAge
+	if opts.Lifetime != 0 {
+		maxAge = opts.Lifetime
+	}
+	expires := m.opts.Clock.Now().Add(maxAge)
+	value, err := m.cookieValueUntil(s, expires)
 	if err != nil {
 		return Session{}, err
 	}
@@ -174,6 +229,11 @@ func (m *SessionManager) Login(ctx context.Context, w http.ResponseWriter, user 
 		}
 		// It is over whatever happens next.
 		rs.cur, rs.curOK = Session{}, false
+	case rs.curOK && opts.Lifetime != 0:
+		renewed, err = m.store.RenewSessionFor(ctx, rs.cur.Token, s.Token, user, opts.Lifetime)
+		if err != nil {
+			return Session{}, err
+		}
 	case rs.curOK:
 		renewed, err = m.store.RenewSession(ctx, rs.cur.Token, s.Token, user)
 		if err != nil {
@@ -181,12 +241,33 @@ func (m *SessionManager) Login(ctx context.Context, w http.ResponseWriter, user 
 		}
 	}
 	if !renewed {
-		if err := m.start(ctx, s); err != nil {
+		if err := m.startFor(ctx, s, opts.Lifetime); err != nil {
 			return Session{}, err
 		}
 	}
+	switch {
+	case opts != LoginOptions{}:
+		kind := strconv.FormatInt(expires.UnixMilli(), 10)
+		if opts.BrowserSession {
+			kind = "session"
+		}
+		err = m.store.SetValue(ctx, s.Token, cookieKey, []byte(kind))
+	case renewed:
+		err = m.store.DeleteValue(ctx, s.Token, cookieKey)
+	}
+	if err != nil {
+		// The session is logged in; without its record, Renew would set
+		// the default cookie. End it rather than leave that.
+		m.store.Logout(ctx, s.Token)
+		rs.cur, rs.curOK = Session{}, false
+		return Session{}, err
+	}
 	rs.cur, rs.curOK = s, true
-	m.setCookie(w, value)
+	if opts.BrowserSession {
+		http.SetCookie(w, m.cookie(value, 0))
+	} else {
+		http.SetCookie(w, m.cookie(value, int(maxAge/time.Second)))
+	}
 	return s, nil
 }
 
@@ -232,7 +313,32 @@ func (m *SessionManager) Renew(ctx context.Context, w http.ResponseWriter) (Sess
 		return Session{}, noSession("Renew")
 	}
 	rs.cur = s
-	m.setCookie(w, value)
+	// The kind of cookie the login chose, if LoginWith recorded one.
+	kind, found, err := m.store.Value(ctx, s.Token, cookieKey)
+	if err != nil {
+		// The session moved already: it must get its cookie.
+		logError(ctx, m.opts.Logger, "retailhttp: reading the login's cookie kind failed; setting the default cookie", err)
+	}
+	if err != nil || !found {
+		m.setCookie(w, value)
+		return s, nil
+	}
+	if string(kind) == "session" {
+		http.SetCookie(w, m.cookie(value, 0))
+		return s, nil
+	}
+	until, perr := strconv.ParseInt(string(kind), 10, 64)
+	if perr != nil {
+		m.setCookie(w, value)
+		return s, nil
+	}
+	left := time.UnixMilli(until).Sub(m.opts.Clock.Now())
+	if m.signer != nil {
+		if value, err = m.cookieValueUntil(s, time.UnixMilli(until)); err != nil {
+			return s, err
+		}
+	}
+	http.SetCookie(w, m.cookie(value, max(int(left/time.Second), 1)))
 	return s, nil
 }
 
@@ -297,8 +403,18 @@ func (m *SessionManager) LogoutEverywhere(ctx context.Context, w http.ResponseWr
 }
 
 // start starts session s in the Store.
-func (m *SessionManager) start(ctx context.Context, s Session) error {
-	created, err := m.store.StartSession(ctx, s.Token, s.User)
+func (m *SessionManager) start(ctx context.Context, s Session) error { return m.startFor(ctx, s, 0) }
+
+// startFor starts session s in the Store with its own lifetime, or the
+// Store's if lifetime is 0.
+func (m *SessionManager) startFor(ctx context.Context, s Session, lifetime time.Duration) error {
+	var created bool
+	var err error
+	if lifetime != 0 {
+		created, err = m.store.StartSessionFor(ctx, s.Token, s.User, lifetime)
+	} else {
+		created, err = m.store.StartSession(ctx, s.Token, s.User)
+	}
 	if err != nil {
 		return err
 	}

@@ -37,10 +37,12 @@ type Session struct {
 func (s Session) Guest() bool { return s.User == "" }
 
 // SessionStore is the part of a [retail.Store] that a [SessionManager]
-// uses: sessions, and views for the visitors who have none. Every
-// retail.Store is one.
+// uses: sessions, their values (where LoginWith records the login's
+// cookie), and views for the visitors who have none. Every retail.Store
+// is one.
 type SessionStore interface {
 	retail.Sessions
+	retail.SessionValues
 	retail.Views
 }
 
@@ -326,10 +328,15 @@ func (m *SessionManager) setCookie(w http.ResponseWriter, value string) {
 // now. The user rule keeps a signed value far below MaxCookieLen, so it
 // cannot fail; its error is returned all the same.
 func (m *SessionManager) cookieValue(s Session) (string, error) {
+	return m.cookieValueUntil(s, m.opts.Clock.Now().Add(m.opts.MaxAge))
+}
+
+// cookieValueUntil is cookieValue for a signed cookie expiring at expires.
+func (m *SessionManager) cookieValueUntil(s Session, expires time.Time) (string, error) {
 	if m.signer == nil {
 		return s.Token, nil
 	}
-	return m.signer.Sign(m.opts.CookieName, encodeSignedSession(s), m.opts.Clock.Now().Add(m.opts.MaxAge))
+	return m.signer.Sign(m.opts.CookieName, encodeSignedSession(s), expires)
 }
 
 func (m *SessionManager) cookie(value string, maxAge int) *http.Cookie {

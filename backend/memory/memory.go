@@ -135,7 +135,7 @@ func New(opts Options) (retail.Store, error) {
 	}
 	// Views are counted in the process already: each goes to the driver
 	// at once.
-	return retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: -1}), nil
+	return retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: -1, Lifetime: time.Duration(d.lifetime) * time.Millisecond}), nil
 }
 
 func newDriver(opts Options) (*store, error) {

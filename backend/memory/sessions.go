@@ -4,8 +4,10 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/retailkit/retail/driver"
+	"github.com/retailkit/retail/internal/settings"
 )
 
 // A session owns its recent items, cart and values, so they go wherever it
@@ -15,6 +17,7 @@ type session struct {
 	token    string
 	user     string // "" for a guest
 	created  int64  // Unix ms: started, or last logged in (RenewSession, or UpdateToken with another user)
+	life     int64  // its own lifetime in ms (StartSessionFor, RenewSessionFor), or 0 for the Store's
 	lastSeen int64  // Unix ms; it never goes back
 	touched  int64  // Unix ms: when a refresh last wrote it in full (see RefreshSession)
 	seq      uint64 // its shard's seq when lastSeen was last set
@@ -31,7 +34,15 @@ type session struct {
 // started within the lifetime and not logged in at or before its user's
 // last LogoutUser.
 func (s *store) live(x *session, now int64) bool {
-	return now < x.lastSeen+s.idle && now < x.created+s.lifetime && !s.revoked(x)
+	return now < x.lastSeen+s.idle && now < x.created+s.lifeOf(x) && !s.revoked(x)
+}
+
+// lifeOf returns x's lifetime in ms.
+func (s *store) lifeOf(x *session) int64 {
+	if x.life != 0 {
+		return x.life
+	}
+	return s.lifetime
 }
 
 // revoked reports whether x was logged in at or before the millisecond in
@@ -85,15 +96,15 @@ func (s *store) newSession(sh *sessionShard, token, user string, now int64) *ses
 	return x
 }
 
-// setUser logs x in as user at now, which starts its lifetime again if the
-// user changes. x's shard must be locked.
+// setUser logs x in as user at now, which starts its lifetime again, the
+// Store's, if the user changes. x's shard must be locked.
 func (s *store) setUser(x *session, user string, now int64) {
 	if x.user == user {
 		return
 	}
 	s.unindex(x)
 	x.user = strings.Clone(user)
-	x.created = now
+	x.created, x.life = now, 0
 	s.index(x)
 }
 
@@ -106,7 +117,7 @@ func (s *store) dropSession(sh *sessionShard, x *session) {
 }
 
 // StartSession implements driver.Store.
-func (s *store) StartSession(ctx context.Context, token, user string) (driver.Status, error) {
+func (s *store) StartSession(ctx context.Context, token, user string, lifetime time.Duration) (driver.Status, error) {
 	now := s.now()
 	sh := s.shard(token)
 	sh.mu.Lock()
@@ -114,7 +125,7 @@ func (s *store) StartSession(ctx context.Context, token, user string) (driver.St
 	if s.liveSession(sh, token, now) != nil {
 		return driver.Exists, nil
 	}
-	s.newSession(sh, token, user, now)
+	s.newSession(sh, token, user, now).life = settings.Millis(lifetime)
 	return driver.OK, nil
 }
 
@@ -218,7 +229,7 @@ func pushRecent(recent []string, item string, limit int) []string {
 // the shards of both tokens locked, so no call sees neither token live. The
 // shards are locked in index order, so two renewals between the same two
 // shards cannot each hold one and wait for the other.
-func (s *store) RenewSession(ctx context.Context, token, newToken, user string) (driver.Status, error) {
+func (s *store) RenewSession(ctx context.Context, token, newToken, user string, lifetime time.Duration) (driver.Status, error) {
 	now := s.now()
 	from, to := shardOf(s.seed, token), shardOf(s.seed, newToken)
 	first, second := &s.shards[min(from, to)], &s.shards[max(from, to)]
@@ -240,7 +251,7 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string) 
 	x.token = strings.Clone(newToken)
 	if user != "" {
 		s.setUser(x, user, now)
-		x.created = now
+		x.created, x.life = now, settings.Millis(lifetime)
 	}
 	s.shards[to].see(x, now)
 	x.touched = now

@@ -38,7 +38,8 @@
 // user, with "%" and "}" escaped so that {T} and {U} are always the whole
 // hash tag. A session's hash holds:
 //
-//	login      "CREATED DEADLINE USER": the created stamp, a coarse idle deadline (Unix ms), the user ("" for a guest)
+//	login      "CREATED DEADLINE USER": the created stamp, a coarse idle deadline (Unix ms), the user ("" for a guest);
+//	           CREATED ends in "+LIFE" for a session with a lifetime of its own, LIFE ms (StartSessionFor, RenewSessionFor)
 //	seen       the last-seen stamp, with the clock's ms after a space if the stamp ran ahead of them
 //	recent     the recently viewed items, oldest first, one a line
 //	#cart      the number of cart lines; cart:ITEM the count of each

@@ -138,7 +138,7 @@ func (s *store) UserSessions(ctx context.Context, user string) ([]driver.Session
 			return nil, err
 		case !ok:
 			stale = append(stale, z.Member, formatStamp(z.Score))
-		case info.user == user && s.live(now, info.created, info.lastSeen) && (!loggedOut || info.created > outAt):
+		case info.user == user && s.live(now, info.created, info.life, info.lastSeen) && (!loggedOut || info.created > outAt):
 			out = append(out, driver.SessionInfo{
 				ID: z.Member, User: user, Created: msTime(info.created), LastSeen: msTime(info.lastSeen),
 			})

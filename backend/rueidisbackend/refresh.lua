@@ -36,7 +36,7 @@ local function refresh(key, token, seen, item)
   else
     redis.call('HSET', key, 'login', login, 'seen', seen)
   end
-  redis.call('PEXPIRE', key, keyTTL(s.createdMs, NOW + IDLE))
+  redis.call('PEXPIRE', key, keyTTL(s.createdMs, s.life, NOW + IDLE))
   local stamp = stampOf(seen)
   if index then redis.call('ZADD', index, stamp, token) end
   return {OK, s.user, login, recent or s.recent or false, stamp}

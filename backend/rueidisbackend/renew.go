@@ -4,8 +4,10 @@ import (
 	"context"
 	_ "embed"
 	"strings"
+	"time"
 
 	"github.com/retailkit/retail/driver"
+	"github.com/retailkit/retail/internal/settings"
 )
 
 //go:embed read.lua
@@ -33,7 +35,7 @@ var readSession = sessionScript(readSrc)
 // the same token), the new one is deleted again and RenewSession reports
 // NoSession. A write to the old token that lands between the copy and the
 // deletion, a few round trips, is lost with the old session.
-func (s *store) RenewSession(ctx context.Context, token, newToken, user string) (driver.Status, error) {
+func (s *store) RenewSession(ctx context.Context, token, newToken, user string, lifetime time.Duration) (driver.Status, error) {
 	// The login's instant is when the call began: a LogoutUser of user
 	// that began in the same millisecond or later ends the new session.
 	stamp, now := s.nextStamp()
@@ -64,8 +66,8 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string) 
 	newUser, cstamp := l.user, l.cstamp
 
 	// Step 1: create.
-	if user != "" { // a login starts the lifetime again
-		newUser, cstamp, cfield = user, formatStamp(stamp), createdField(stamp, now)
+	if user != "" { // a login starts the lifetime again, the one given or the Store's
+		newUser, cstamp, cfield = user, formatStamp(stamp), withLife(createdField(stamp, now), settings.Millis(lifetime))
 	}
 	newLogin := loginValue(cfield, now+s.idle, newUser)
 	st, dropped, err := s.start(ctx, newToken, "", seenValue(stamp, now), newLogin, fields)

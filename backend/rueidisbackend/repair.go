@@ -217,7 +217,7 @@ func (s *store) repairSessions(ctx context.Context, tokens []string) (int, error
 		}
 		// A user's index drops the sessions past their lifetime as soon
 		// as it is written (see indexUser), so those are not mended.
-		if l.user != "" && l.created+s.life > now {
+		if l.user != "" && l.created+s.lifeOf(l) > now {
 			logins[i] = l
 			byUser[l.user] = append(byUser[l.user], i)
 		}

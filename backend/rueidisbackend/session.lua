@@ -5,7 +5,8 @@
 --
 -- A session is one hash (see state.go):
 --
---   login    "CREATED DEADLINE USER"
+--   login    "CREATED DEADLINE USER", CREATED ending in "+LIFE" if the
+--            session has a lifetime of its own (LIFE ms)
 --   seen     "STAMP" or "STAMP MS": the last-seen stamp
 --   recent   the recently viewed items, oldest first, each ending in "\n"
 --   #cart    how many cart:ITEM fields it has (absent if none)
@@ -49,25 +50,32 @@ local function createdOf(seen)
 end
 
 -- parseLogin returns a login's parts, or nil if this version did not
--- write it: created (the field), cstamp (its stamp, as the user's index
--- scores it), createdMs, deadline (the coarse idle deadline) and user.
+-- write it: created (the field, with its lifetime if any), cstamp (its
+-- stamp, as the user's index scores it), createdMs, life (the session's
+-- lifetime in ms: its own, or LIFE), deadline (the coarse idle deadline)
+-- and user.
 local function parseLogin(v)
-  local c, ms, d, u = string.match(v, '^((%d+)%.?%d*/?%d*) (%-?%d+) (.*)$')
-  if not c then return nil end
-  local cstamp, slash = c, string.find(c, '/', 1, true)
-  if slash then
-    cstamp = string.sub(c, 1, slash - 1)
-    if slash < #c then ms = string.sub(c, slash + 1) end
+  local cs, ms, lf, d, u = string.match(v, '^((%d+)%.?%d*/?%d*)(%+?%d*) (%-?%d+) (.*)$')
+  if not cs then return nil end
+  local life = LIFE
+  if lf ~= '' then
+    life = tonumber(string.match(lf, '^%+(%d+)$'))
+    if not life or life <= 0 then return nil end
   end
-  return {login = v, created = c, cstamp = cstamp, createdMs = ms + 0, deadline = d + 0, user = u}
+  local cstamp, slash = cs, string.find(cs, '/', 1, true)
+  if slash then
+    cstamp = string.sub(cs, 1, slash - 1)
+    if slash < #cs then ms = string.sub(cs, slash + 1) end
+  end
+  return {login = v, created = cs .. lf, cstamp = cstamp, createdMs = ms + 0, life = life, deadline = d + 0, user = u}
 end
 
--- alive reports whether a session created at createdMs, with the given
--- coarse deadline and seen value, is live: before the deadline it surely
--- is (within its lifetime); after it, it must have been seen within the
--- idle timeout.
-local function alive(createdMs, deadline, seen)
-  if NOW >= createdMs + LIFE then return false end
+-- alive reports whether a session created at createdMs with lifetime
+-- life, the given coarse deadline and seen value, is live: before the
+-- deadline it surely is (within its lifetime); after it, it must have
+-- been seen within the idle timeout.
+local function alive(createdMs, life, deadline, seen)
+  if NOW >= createdMs + life then return false end
   if NOW < deadline then return true end
   local last = createdMs
   if seen then
@@ -86,7 +94,7 @@ local function load(key, ...)
   local s = f[1] and parseLogin(f[1])
   if not s then return nil end
   s.seen, s.recent = f[2] or nil, f[3] or nil
-  s.live = alive(s.createdMs, s.deadline, s.seen)
+  s.live = alive(s.createdMs, s.life, s.deadline, s.seen)
   s.extra = {unpack(f, 4)}
   return s
 end
@@ -98,11 +106,11 @@ local function due(deadline)
 end
 
 -- keyTTL is the TTL in ms of the key of a session created at createdMs
--- whose login holds deadline (see state.go), formatted as an integer: at
--- least 1, since a TTL of 0 deletes and another process's clock may run
--- ahead of the one that set the deadline.
-local function keyTTL(createdMs, deadline)
-  return string.format('%d', math.max(math.min(deadline + TOUCH, createdMs + LIFE) - NOW + SLACK, 1))
+-- with lifetime life whose login holds deadline (see state.go), formatted
+-- as an integer: at least 1, since a TTL of 0 deletes and another
+-- process's clock may run ahead of the one that set the deadline.
+local function keyTTL(createdMs, life, deadline)
+  return string.format('%d', math.max(math.min(deadline + TOUCH, createdMs + life) - NOW + SLACK, 1))
 end
 
 -- newerSeen returns the seen value to keep of old (nil for none) and new:

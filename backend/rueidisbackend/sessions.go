@@ -4,8 +4,10 @@ import (
 	"context"
 	_ "embed"
 	"strconv"
+	"time"
 
 	"github.com/retailkit/retail/driver"
+	"github.com/retailkit/retail/internal/settings"
 )
 
 // CheckToken implements driver.Store, reading the session through the
@@ -25,9 +27,9 @@ var startSession = sessionScript(startSrc)
 // StartSession implements driver.Store: one script on the session's slot
 // and, unless that indexed the session already (on a single server), the
 // index writes in a second round trip.
-func (s *store) StartSession(ctx context.Context, token, user string) (driver.Status, error) {
+func (s *store) StartSession(ctx context.Context, token, user string, lifetime time.Duration) (driver.Status, error) {
 	stamp, now := s.nextStamp()
-	login := loginValue(createdField(stamp, now), now+s.idle, user)
+	login := loginValue(withLife(createdField(stamp, now), settings.Millis(lifetime)), now+s.idle, user)
 	st, dropped, err := s.start(ctx, token, user, seenValue(stamp, now), login, nil)
 	if err != nil || st != driver.OK {
 		return st, err
@@ -157,7 +159,7 @@ func (s *store) sessionCall(now int64, key string, args ...string) batchCall {
 // "" or its newest recent item.
 func (s *store) quiet(l login, recent, item string) bool {
 	now := s.nowMs()
-	if now >= l.deadline || now >= l.created+s.life || now-(l.deadline-s.idle) >= s.touch {
+	if now >= l.deadline || now >= l.created+s.lifeOf(l) || now-(l.deadline-s.idle) >= s.touch {
 		return false
 	}
 	if item == "" {

@@ -17,7 +17,7 @@ if s and s.live then return {EXISTS} end
 redis.call('DEL', key)
 local l = parseLogin(login)
 redis.call('HSET', key, 'login', login, 'seen', seen, unpack(ARGV, 9))
-redis.call('PEXPIRE', key, keyTTL(l.createdMs, l.deadline))
+redis.call('PEXPIRE', key, keyTTL(l.createdMs, l.life, l.deadline))
 if KEYS[2] then redis.call('ZADD', KEYS[2], stampOf(seen), token) end
 if KEYS[3] then indexUser(KEYS[3], token, l.cstamp) end
 return {OK, s and s.login or false}

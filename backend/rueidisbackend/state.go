@@ -16,10 +16,15 @@ import (
 // A session is one hash on its own slot, session:{TOKEN} (see session.lua
 // for its fields). Its login field holds "CREATED DEADLINE USER" and its
 // seen field the last-seen stamp (see seenValue). CREATED is the stamp the
-// session was created (or last logged in) with, formatted as createdField;
-// DEADLINE is Unix ms by the Store's clock. A session is live at now iff
+// session was created (or last logged in) with, formatted as createdField,
+// followed by "+LIFE" if the session has a lifetime of its own (LIFE ms,
+// see withLife; Lifetime stands for it below); DEADLINE is Unix ms by the
+// Store's clock. A session is live at now iff
 //
 //	now < lastSeen + IdleTimeout  and  now < created + Lifetime.
+//
+// A refresh and a renewal copy CREATED as it is, so the session keeps its
+// lifetime; a login writes a new one.
 //
 // DEADLINE is lastSeen + IdleTimeout as it was when the login was last
 // written: a lower bound of the real idle deadline, since lastSeen only
@@ -57,6 +62,24 @@ type login struct {
 	cstamp   string // the created stamp, as the user's index scores it
 	deadline int64  // the coarse idle deadline, Unix ms
 	user     string
+	life     int64 // the session's own lifetime in ms, or 0 for the Store's
+}
+
+// withLife returns a created field for a session whose own lifetime is
+// life ms: created itself if life is 0 (the Store's lifetime).
+func withLife(created string, life int64) string {
+	if life == 0 {
+		return created
+	}
+	return created + "+" + i64(life)
+}
+
+// lifeOf returns the lifetime in ms of the session whose login is l.
+func (s *store) lifeOf(l login) int64 {
+	if l.life != 0 {
+		return l.life
+	}
+	return s.life
 }
 
 // createdField formats a session's created stamp for its login field: the
@@ -79,6 +102,7 @@ func loginValue(created string, deadline int64, user string) string {
 func parseLogin(v string) (l login, ok bool) {
 	c, rest, ok1 := strings.Cut(v, " ")
 	d, user, ok2 := strings.Cut(rest, " ")
+	c, lf, own := strings.Cut(c, "+")
 	st, ms, two := strings.Cut(c, "/")
 	created, ok3 := stampFloor(st)
 	deadline, err := strconv.ParseInt(d, 10, 64)
@@ -86,6 +110,11 @@ func parseLogin(v string) (l login, ok bool) {
 		return login{}, false
 	}
 	l = login{created: created, cstamp: st, deadline: deadline, user: user}
+	if own {
+		if l.life, err = strconv.ParseInt(lf, 10, 64); err != nil || l.life <= 0 {
+			return login{}, false
+		}
+	}
 	if two {
 		var err error
 		if l.created, err = strconv.ParseInt(ms, 10, 64); err != nil {
@@ -239,7 +268,7 @@ func (s *store) liveSession(ctx context.Context, token, key string) (l login, re
 		return login{}, "", false, err
 	}
 	now := s.nowMs()
-	if now >= l.created+s.life {
+	if now >= l.created+s.lifeOf(l) {
 		return login{}, "", false, nil
 	}
 	if now >= l.deadline {
@@ -250,7 +279,7 @@ func (s *store) liveSession(ctx context.Context, token, key string) (l login, re
 		if err != nil {
 			return login{}, "", false, err
 		}
-		if _, last, ok := parseSeen(seen); !ok || !s.live(now, l.created, last) {
+		if _, last, ok := parseSeen(seen); !ok || !s.live(now, l.created, s.lifeOf(l), last) {
 			return login{}, "", false, nil
 		}
 	}
@@ -264,6 +293,7 @@ func (s *store) liveSession(ctx context.Context, token, key string) (l login, re
 type sessionInfo struct {
 	user              string
 	created, lastSeen int64
+	life              int64 // its own lifetime in ms, or 0 for the Store's
 }
 
 // infoFrom parses a reply to HMGET key login seen; ok is false if there is
@@ -284,7 +314,7 @@ func infoFrom(r rueidis.RedisResult) (sessionInfo, bool, error) {
 	if !ok {
 		return sessionInfo{}, false, nil
 	}
-	info := sessionInfo{user: l.user, created: l.created, lastSeen: l.created}
+	info := sessionInfo{user: l.user, created: l.created, lastSeen: l.created, life: l.life}
 	sv, ok, err := optString(f[1])
 	if err != nil {
 		return sessionInfo{}, false, err
@@ -313,10 +343,14 @@ func optString(m rueidis.RedisMessage) (string, bool, error) {
 	return v, err == nil, err
 }
 
-// live reports whether a session created at created and last seen at
-// lastSeen is live at now.
-func (s *store) live(now, created, lastSeen int64) bool {
-	return now < lastSeen+s.idle && now < created+s.life
+// live reports whether a session created at created, with its own
+// lifetime life ms (0 for the Store's), and last seen at lastSeen is live
+// at now.
+func (s *store) live(now, created, life, lastSeen int64) bool {
+	if life == 0 {
+		life = s.life
+	}
+	return now < lastSeen+s.idle && now < created+life
 }
 
 // cmpErr returns err, or else fallback.

@@ -38,3 +38,28 @@ func TestStampFloor_AgreesWithTheFloat(t *testing.T) {
 		check(st)
 	}
 }
+
+// TestParseLogin_OwnLifetime checks the "+LIFE" ending of a login's created
+// field: it gives the session's own lifetime and is no part of its stamp.
+func TestParseLogin_OwnLifetime(t *testing.T) {
+	for _, c := range []struct {
+		v    string
+		want login
+		ok   bool
+	}{
+		{"1767366245000.5 1767368045000 alice", login{created: 1767366245000, cstamp: "1767366245000.5", deadline: 1767368045000, user: "alice"}, true},
+		{"1767366245000.5/1767366245001+86400000 1767368045000 a b", login{created: 1767366245001, cstamp: "1767366245000.5", deadline: 1767368045000, user: "a b", life: 86400000}, true},
+		{"1767366245000+7200000 1767368045000 ", login{created: 1767366245000, cstamp: "1767366245000", deadline: 1767368045000, life: 7200000}, true},
+		{"1767366245000+ 1767368045000 alice", login{}, false},
+		{"1767366245000+0 1767368045000 alice", login{}, false},
+		{"1767366245000+x 1767368045000 alice", login{}, false},
+	} {
+		got, ok := parseLogin(c.v)
+		if ok != c.ok || got != c.want {
+			t.Errorf("parseLogin(%q) = %+v, %v, want %+v, %v", c.v, got, ok, c.want, c.ok)
+		}
+	}
+	if got := withLife("1767366245000.5", 0); got != "1767366245000.5" {
+		t.Errorf("withLife(_, 0) = %q, want the created field unchanged", got)
+	}
+}

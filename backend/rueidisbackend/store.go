@@ -196,7 +196,7 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 		d.batches.update = newBatcher(d, updateToken)
 		d.batches.cart = newBatcher(d, cartWrite)
 	}
-	return &Store{Store: retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: opts.ViewFlush}), d: d}, nil
+	return &Store{Store: retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: opts.ViewFlush, Lifetime: time.Duration(d.life) * time.Millisecond}), d: d}, nil
 }
 
 // Close implements driver.Store. It releases nothing: the caller owns the

@@ -173,3 +173,49 @@ func TestSessionKeys_TTLsNeverEndALiveSession(t *testing.T) {
 	r.advance(rueidisbackend.DefaultTTLSlack + ttlIdle/2)
 	r.wantGone()
 }
+
+// TestSessionKeys_TTLsFollowOwnLifetime is TestSessionKeys_TTLsNeverEndALiveSession
+// for a session with a lifetime of its own, shorter than the Store's,
+// refreshed by RefreshSession and UpdateToken in turn: its key's TTL
+// follows its own lifetime (never ending it early, nor keeping the key
+// for the Store's), and the key goes once that lifetime has ended.
+func TestSessionKeys_TTLsFollowOwnLifetime(t *testing.T) {
+	const own = 2 * time.Hour
+	r := newTTLRig(t)
+	if created, err := r.s.StartSessionFor(bg, "remembered", "bob", own); !created || err != nil {
+		t.Fatalf("StartSessionFor = %v, %v", created, err)
+	}
+	created := r.clock.Now()
+	lastSeen := created
+	for step := 0; ; step++ {
+		end := lastSeen.Add(ttlIdle)
+		if life := created.Add(own); life.Before(end) {
+			end = life
+		}
+		if !r.clock.Now().Before(end) {
+			break
+		}
+		if _, ok, err := r.s.CheckToken(bg, "remembered"); !ok || err != nil {
+			t.Fatalf("step %d: CheckToken = %v, %v; want live until %v", step, ok, err, end)
+		}
+		r.wantTTLs("remembered", "bob", created, end)
+		r.advance(7 * time.Minute)
+		if r.clock.Now().Before(created.Add(own)) {
+			if step%2 == 0 {
+				if _, ok, err := r.s.RefreshSession(bg, "remembered", ""); !ok || err != nil {
+					t.Fatalf("step %d: RefreshSession = %v, %v", step, ok, err)
+				}
+			} else if err := r.s.UpdateToken(bg, "remembered", "bob", ""); err != nil {
+				t.Fatalf("step %d: UpdateToken = %v", step, err)
+			}
+			lastSeen = r.clock.Now()
+		}
+	}
+	if _, ok, err := r.s.CheckToken(bg, "remembered"); ok || err != nil {
+		t.Errorf("CheckToken after its own lifetime = %v, %v; want a miss", ok, err)
+	}
+	r.advance(rueidisbackend.DefaultTTLSlack + ttlIdle/2)
+	if k := sessionKey(rueidisbackend.DefaultPrefix, retail.SessionID("remembered")); r.mr.Exists(k) {
+		t.Errorf("key %q outlived the session's own lifetime plus its slack", k)
+	}
+}

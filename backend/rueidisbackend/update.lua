@@ -28,13 +28,13 @@ local limit = tonumber(ARGV[7])
 local function update(key, users, token, seen, user, item, out)
   local s = load(key)
   local fresh, login, replaced = 0, false, false
-  local cstamp, createdMs
+  local cstamp, createdMs, life
   if s and s.live and not (s.user == user and out ~= '' and s.createdMs <= tonumber(out)) then
-    cstamp, createdMs = s.cstamp, s.createdMs
-    if s.user ~= user then
+    cstamp, createdMs, life = s.cstamp, s.createdMs, s.life
+    if s.user ~= user then -- a login: the Store's lifetime starts again
       local created
       created, cstamp = createdOf(seen)
-      createdMs, replaced = NOW, s.login
+      createdMs, life, replaced = NOW, LIFE, s.login
       login = created .. ' ' .. NEWD .. ' ' .. user
     elseif due(s.deadline) then
       login = s.created .. ' ' .. NEWD .. ' ' .. user
@@ -45,7 +45,7 @@ local function update(key, users, token, seen, user, item, out)
     redis.call('DEL', key)
     local created
     created, cstamp = createdOf(seen)
-    fresh, createdMs, s = 1, NOW, nil
+    fresh, createdMs, life, s = 1, NOW, LIFE, nil
     login = created .. ' ' .. NEWD .. ' ' .. user
   end
   local recent = withItem(s and s.recent, item, limit)
@@ -55,7 +55,7 @@ local function update(key, users, token, seen, user, item, out)
   redis.call('HSET', key, unpack(f))
   local stamp = false
   if login then
-    redis.call('PEXPIRE', key, keyTTL(createdMs, NOW + IDLE))
+    redis.call('PEXPIRE', key, keyTTL(createdMs, life, NOW + IDLE))
     stamp = stampOf(seen)
     if index then redis.call('ZADD', index, stamp, token) end
   end

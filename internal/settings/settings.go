@@ -64,6 +64,10 @@ func ResolveSessions(op string, idle, lifetime, touch time.Duration) (Sessions, 
 	return s, nil
 }
 
+// Millis is d in whole milliseconds, rounded up, as every session time is
+// (a session's own lifetime too).
+func Millis(d time.Duration) int64 { return millis(d) }
+
 // millis is d in whole milliseconds, rounded up: the one rounding rule of
 // the session times. Stores read their clock in whole milliseconds, so a
 // session seen at t with an idle timeout of 1.5 ms is live while now <

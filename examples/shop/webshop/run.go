@@ -65,6 +65,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, ext Exten
 	secure := fs.Bool("secure", false, "mark the session cookie Secure (serve behind HTTPS)")
 	idle := fs.Duration("idle-timeout", retail.DefaultIdleTimeout, "end a session not used for this long")
 	lifetime := fs.Duration("lifetime", retail.DefaultLifetime, "end a session this long after it started or logged in")
+	remember := fs.Duration("remember", 30*24*time.Hour, "end a session logged in with \"remember me\" this long after the login")
 	if ext.Flags != nil {
 		ext.Flags(fs)
 	}
@@ -72,7 +73,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, ext Exten
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	opts := shopOptions{Secure: *secure, Lifetime: *lifetime, Logger: logger}
+	opts := shopOptions{Secure: *secure, Lifetime: *lifetime, Remember: *remember, Logger: logger}
 	if *cookieKey != "" {
 		key, err := hex.DecodeString(*cookieKey)
 		if err != nil {
@@ -85,7 +86,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, ext Exten
 	if *redisAddrs != "" {
 		addrs = strings.Split(*redisAddrs, ",")
 	}
-	store, backend, closeStore, err := backends.Open(addrs, backends.Options{IdleTimeout: *idle, Lifetime: *lifetime})
+	store, backend, closeStore, err := backends.Open(addrs, backends.Options{IdleTimeout: *idle, Lifetime: max(*lifetime, *remember)})
 	if err != nil {
 		return fmt.Errorf("-redis %s: %w", *redisAddrs, err)
 	}

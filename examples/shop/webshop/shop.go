@@ -39,6 +39,8 @@ type shop struct {
 	catalog  catalog
 	sessions *retailhttp.SessionManager
 	log      *slog.Logger
+
+	lifetime, remember time.Duration // of a login without and with "remember me"
 }
 
 // shopOptions configures newShop.
@@ -54,6 +56,11 @@ type shopOptions struct {
 	// Lifetime is the store's session lifetime, which the cookie's lifetime
 	// follows; retail.DefaultLifetime if zero.
 	Lifetime time.Duration
+	// Remember is the lifetime of a session whose visitor ticked "remember
+	// me" at login, with a persistent cookie as long; without it a login
+	// gets a browser-session cookie and Lifetime. Lifetime if zero. The
+	// store's lifetime must be the longer of the two.
+	Remember time.Duration
 	Logger   *slog.Logger
 	// Routes are served beside the shop's, outside its middlewares, by
 	// pattern (an Extension's, such as "GET /metrics").
@@ -69,7 +76,13 @@ func newShop(store retail.Store, cat catalog, opts shopOptions) (http.Handler, e
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &shop{store: store, catalog: cat, log: opts.Logger}
+	if opts.Lifetime == 0 {
+		opts.Lifetime = retail.DefaultLifetime
+	}
+	if opts.Remember == 0 {
+		opts.Remember = opts.Lifetime
+	}
+	s := &shop{store: store, catalog: cat, log: opts.Logger, lifetime: opts.Lifetime, remember: opts.Remember}
 	sessionOpts := retailhttp.SessionOptions{
 		Secure: opts.Secure,
 		MaxAge: opts.Lifetime,
@@ -499,7 +512,13 @@ func (s *shop) login(w http.ResponseWriter, r *http.Request) {
 		s.renderStatus(w, r, http.StatusBadRequest, "login", loginPage{common: c, Next: next, Error: "Please give a name of 1 to 64 characters."})
 		return
 	}
-	if _, err := s.sessions.Login(r.Context(), w, user); err != nil {
+	// "Remember me": a persistent cookie and the longer lifetime; otherwise
+	// the cookie goes when the browser closes.
+	login := retailhttp.LoginOptions{Lifetime: s.lifetime, BrowserSession: true}
+	if r.PostFormValue("remember") != "" {
+		login = retailhttp.LoginOptions{Lifetime: s.remember}
+	}
+	if _, err := s.sessions.LoginWith(r.Context(), w, user, login); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -148,7 +148,7 @@ func TestMetrics_ServesTheStoresMetricsWithoutUserData(t *testing.T) {
 		{"retail_page_cache_requests_total", []string{`retail_result="hit"`, `retail_backend="memory"`}, "1"},
 		{"retail_page_cache_requests_total", []string{`retail_result="miss"`}, "1"},
 		{"retail_sessions_started_total", nil, "1"},
-		{"retail_calls_total", []string{`retail_operation="StartSession"`, `retail_outcome="ok"`}, "1"},
+		{"retail_calls_total", []string{`retail_operation="StartSessionFor"`, `retail_outcome="ok"`}, "1"}, // the shop logs in with LoginWith
 		{"retail_calls_total", []string{`retail_operation="CountView"`, `retail_outcome="ok"`}, "2"},
 		{"retail_call_duration_seconds_count", []string{`retail_operation="RefreshSession"`}, ""},
 		{"retail_client_cache_reads_total", []string{`retail_result="hit"`}, "0"},

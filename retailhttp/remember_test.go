@@ -1,0 +1,141 @@
+package retailhttp_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/backend/memory"
+	"github.com/retailkit/retail/retailhttp"
+)
+
+const day = 24 * time.Hour
+
+// rememberRig is a shop whose Store keeps sessions up to 30 days, with a
+// login that chooses its cookie and lifetime as LoginOptions say.
+type rememberRig struct {
+	t     *testing.T
+	clock *retail.ManualClock
+	s     retail.Store
+	m     *retailhttp.SessionManager
+	h     http.Handler
+	opts  retailhttp.LoginOptions // of the next login
+}
+
+func newRememberRig(t *testing.T) *rememberRig {
+	clock := retail.NewManualClock(epoch)
+	s, err := memory.New(memory.Options{Clock: clock, IdleTimeout: 30 * day, Lifetime: 30 * day})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	r := &rememberRig{t: t, clock: clock, s: s}
+	r.m = newManager(t, s, retailhttp.SessionOptions{Clock: clock})
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /login", func(w http.ResponseWriter, req *http.Request) {
+		if _, err := r.m.LoginWith(req.Context(), w, req.FormValue("user"), r.opts); err != nil {
+			code := http.StatusInternalServerError
+			if errors.Is(err, retail.ErrInvalid) {
+				code = http.StatusBadRequest
+			}
+			http.Error(w, err.Error(), code)
+		}
+	})
+	mux.HandleFunc("POST /renew", func(w http.ResponseWriter, req *http.Request) {
+		if _, err := r.m.Renew(req.Context(), w); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
+	})
+	r.h = r.m.Handler(mux)
+	return r
+}
+
+// do posts target with c (if not nil) and returns the session cookie the
+// response sets, failing the test if it sets none.
+func (r *rememberRig) do(target string, c *http.Cookie) *http.Cookie {
+	r.t.Helper()
+	resp := post(r.t, r.h, target, cookies(c)...)
+	for _, got := range resp.Cookies() {
+		if got.Name == retailhttp.DefaultSessionCookie && got.Value != "" {
+			return got
+		}
+	}
+	r.t.Fatalf("POST %s set no session cookie; Set-Cookie: %q", target, resp.Header["Set-Cookie"])
+	return nil
+}
+
+func cookies(c *http.Cookie) []*http.Cookie {
+	if c == nil {
+		return nil
+	}
+	return []*http.Cookie{c}
+}
+
+// wantCookie checks a cookie's Max-Age (0: none, a browser-session cookie)
+// and that it sets no Expires.
+func wantCookie(t *testing.T, what string, c *http.Cookie, maxAge int) {
+	t.Helper()
+	if c.MaxAge != maxAge || !c.Expires.IsZero() {
+		t.Errorf("%s: cookie Max-Age %d, Expires %v; want Max-Age %d and no Expires", what, c.MaxAge, c.Expires, maxAge)
+	}
+}
+
+func TestLoginWith_BrowserSessionCookieAndOwnLifetime(t *testing.T) {
+	r := newRememberRig(t)
+	r.opts = retailhttp.LoginOptions{Lifetime: day, BrowserSession: true}
+	c := r.do("/login?user=alice", nil)
+	wantCookie(t, "LoginWith(BrowserSession)", c, 0)
+	wantSession(t, r.m, "after the login", c, retailhttp.Session{Token: c.Value, User: "alice"})
+
+	// Renew keeps the kind of cookie and the session's lifetime.
+	r.clock.Advance(time.Hour)
+	c = r.do("/renew", c)
+	wantCookie(t, "Renew of a browser-session login", c, 0)
+	r.clock.Set(epoch.Add(day - time.Millisecond))
+	wantSession(t, r.m, "a millisecond before its lifetime", c, retailhttp.Session{Token: c.Value, User: "alice"})
+	r.clock.Set(epoch.Add(day))
+	wantNoSession(t, r.m, "at its lifetime", c)
+}
+
+func TestLoginWith_RememberMeCookieIsPersistent(t *testing.T) {
+	r := newRememberRig(t)
+	r.opts = retailhttp.LoginOptions{Lifetime: 30 * day}
+	c := r.do("/login?user=alice", nil)
+	wantCookie(t, "LoginWith(30 days)", c, int(30*day/time.Second))
+
+	// Renew sets a cookie expiring when the login's did.
+	r.clock.Advance(time.Hour)
+	c = r.do("/renew", c)
+	wantCookie(t, "Renew of a remembered login an hour later", c, int((30*day-time.Hour)/time.Second))
+	r.clock.Set(epoch.Add(30*day - time.Millisecond))
+	wantSession(t, r.m, "a millisecond before 30 days", c, retailhttp.Session{Token: c.Value, User: "alice"})
+
+	// A login with Login's defaults drops the choice: Renew sets the
+	// default cookie again.
+	r2 := newRememberRig(t)
+	r2.opts = retailhttp.LoginOptions{Lifetime: 30 * day}
+	c = r2.do("/login?user=bob", nil)
+	r2.opts = retailhttp.LoginOptions{}
+	c = r2.do("/login?user=bob", c)
+	wantCookie(t, "Login after a remembered login", c, int(retailhttp.DefaultSessionMaxAge/time.Second))
+	c = r2.do("/renew", c)
+	wantCookie(t, "Renew after Login", c, int(retailhttp.DefaultSessionMaxAge/time.Second))
+}
+
+func TestLoginWith_LifetimeBeyondTheStoresIsInvalid(t *testing.T) {
+	r := newRememberRig(t)
+	r.opts = retailhttp.LoginOptions{Lifetime: 31 * day}
+	req := httptest.NewRequest(http.MethodPost, "/login?user=alice", nil)
+	rec := httptest.NewRecorder()
+	r.h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusBadRequest || len(rec.Result().Cookies()) != 0 {
+		t.Errorf("LoginWith(31 days) over a 30-day Store: %d, Set-Cookie %q; want 400 (ErrInvalid) and no cookie", rec.Code, rec.Header()["Set-Cookie"])
+	}
+	if n, err := r.s.SessionCount(context.Background()); n != 0 || err != nil {
+		t.Errorf("SessionCount() = %d, %v; want 0", n, err)
+	}
+}
