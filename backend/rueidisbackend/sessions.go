@@ -26,7 +26,8 @@ var startSession = sessionScript(startSrc)
 
 // StartSession implements driver.Store: one script on the session's slot
 // and, unless that indexed the session already (on a single server), the
-// index writes in a second round trip.
+// index writes in a second round trip and a check in a third (see
+// indexNew).
 func (s *store) StartSession(ctx context.Context, token, user string, lifetime time.Duration) (driver.Status, error) {
 	stamp, now := s.nextStamp()
 	login := loginValue(withLife(createdField(stamp, now), settings.Millis(lifetime)), now+s.idle, user)
@@ -34,15 +35,14 @@ func (s *store) StartSession(ctx context.Context, token, user string, lifetime t
 	if err != nil || st != driver.OK {
 		return st, err
 	}
-	var calls []call
-	if s.cluster {
-		calls = append(calls, s.indexCall(token, stamp))
-		if user != "" {
-			calls = append(calls, s.addUserCall(user, token, formatStamp(stamp)))
-		}
+	calls := s.unindexDropped(token, dropped, user)
+	if !s.cluster {
+		return driver.OK, s.send(ctx, calls)
 	}
-	calls = append(calls, s.unindexDropped(token, dropped, user)...)
-	return driver.OK, s.send(ctx, calls)
+	if user != "" {
+		calls = append(calls, s.addUserCall(user, token, formatStamp(stamp)))
+	}
+	return driver.OK, s.indexNew(ctx, token, stamp, calls)
 }
 
 // start runs start.lua for token's new session of user with the seen value
@@ -235,22 +235,48 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	if !s.cluster || !moved {
 		return s.send(ctx, more)
 	}
-	// The index entry goes with the rest; if its node fails, it is kept
-	// for later (deferred.go).
 	e, err := strconv.ParseFloat(entry, 64)
 	if err != nil {
 		return err
 	}
-	res := s.withDeferred(ctx, append([]call{s.indexCall(token, e)}, more...)...)
-	if res[0].Error() != nil {
-		s.deferred.keep(map[string]float64{token: e})
+	if fresh == 1 {
+		return s.indexNew(ctx, token, e, more)
 	}
+	// The session was live: its entry is only raised, never created (see
+	// bumpCall), so that a Logout landing in between leaves none; a failed
+	// raise is left to cleaning, which moves lagging entries up.
+	res := s.withDeferred(ctx, append([]call{s.bumpCall(token, entry)}, more...)...)
 	for _, r := range res[1:] {
 		if err := r.Error(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// indexNew writes, in a cluster, the index entry of token's session, just
+// created with stamp, with the calls more, then checks that the session
+// still exists. A Logout or cleaning pass that deleted it before the entry
+// was written found no entry to remove; the entry is then removed again,
+// so that it is no stray. (One that deletes it after the check finds the
+// entry, and removes it itself.) If the index's node fails, the entry is
+// kept for later (deferred.go).
+func (s *store) indexNew(ctx context.Context, token string, stamp float64, more []call) error {
+	res := s.withDeferred(ctx, append([]call{s.indexCall(token, stamp)}, more...)...)
+	for _, r := range res[1:] {
+		if err := r.Error(); err != nil {
+			return err
+		}
+	}
+	if res[0].Error() != nil {
+		s.deferred.keep(map[string]float64{token: stamp})
+		return nil
+	}
+	n, err := s.c.Do(ctx, s.c.B().Exists().Key(s.k.session(token)).Build()).AsInt64()
+	if err != nil || n == 1 {
+		return err
+	}
+	return s.send(ctx, []call{s.unindexCall([]string{token, formatStamp(stamp)})})
 }
 
 // RecentItems implements driver.Store, reading the session through the
