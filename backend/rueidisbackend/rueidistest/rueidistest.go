@@ -15,7 +15,7 @@
 // is deleted, and the server is never flushed.
 //
 // A run that is killed (or hits the suite's watchdog) before its cleanups
-// leaves keys under KeyPrefix; they carry TTLs, and
+// leaves keys under KeyPrefix, some of them without a TTL:
 // redis-cli --scan --pattern 'retail-conformance:*' lists them.
 //
 // Each cleanup scans the whole keyspace of every node, once a subtest:
