@@ -40,3 +40,32 @@ func TestREADME_QuotesServerExample(t *testing.T) {
 		t.Errorf("README.md's snippet differs from Example_server in example_server_test.go (-example +README):\n%s", diff)
 	}
 }
+
+// TestREADME_QuotesOwnRedisTest keeps README.md's test on your own Redis
+// compiling: it must be onMyRedis in
+// backend/rueidisbackend/rueidistest/example_test.go, which the compiler
+// checks, named TestConformanceOnMyRedis.
+func TestREADME_QuotesOwnRedisTest(t *testing.T) {
+	const name = "func TestConformanceOnMyRedis(t *testing.T) {\n"
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("backend/rueidisbackend/rueidistest/example_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, want, ok := strings.Cut(string(src), "\nfunc onMyRedis(t *testing.T) {\n")
+	want, _, ok2 := strings.Cut(want, "\n}\n")
+	if !ok || !ok2 {
+		t.Fatal("backend/rueidisbackend/rueidistest/example_test.go: no func onMyRedis")
+	}
+	_, got, ok := strings.Cut(string(readme), "```go\n"+name)
+	got, _, ok2 = strings.Cut(got, "\n}\n```")
+	if !ok || !ok2 {
+		t.Fatalf("README.md: no ```go block that is %q ... }", name)
+	}
+	if diff := cmp.Diff(strings.Split(want, "\n"), strings.Split(got, "\n")); diff != "" {
+		t.Errorf("README.md's TestConformanceOnMyRedis differs from onMyRedis in rueidistest/example_test.go (-example +README):\n%s", diff)
+	}
+}

@@ -65,7 +65,13 @@ import (
 // session times of cfg: the suite moves its clock by them to test expiry.
 // The suite calls it once per subtest and closes the store when the subtest
 // ends (Close is idempotent, so the factory may also register its own
-// cleanup).
+// cleanup). A subtest whose store has sessions or counted views from the
+// start fails at once, saying that the store is not empty.
+//
+// On a server that others use, or that an earlier run left keys on, give
+// each store a keyspace of its own and delete it afterwards:
+// [github.com/retailkit/retail/backend/rueidisbackend/rueidistest.Factory]
+// does that on Redis.
 type Factory func(tb testing.TB, clock retail.Clock, cfg Config) retail.Store
 
 // Config is the session times a Factory gives the Store it makes, as the
@@ -192,11 +198,34 @@ func (su *suite) harness(t *testing.T) *harness {
 			t.Errorf("Close() = %v, want nil", err)
 		}
 	})
+	checkEmpty(t, t.Context(), s)
 	return &harness{
 		t: t, ctx: t.Context(), s: s, clock: clock,
 		idle:     ceilMillis(su.cfg.IdleTimeout),
 		lifetime: ceilMillis(su.cfg.Lifetime),
 		touch:    ceilMillis(su.cfg.TouchEvery),
+	}
+}
+
+// checkEmpty fails tb at once if s holds data where a look costs little:
+// sessions, or counted views. Every behaviour expects an empty store, so a
+// Factory that returns one holding data (a shared server's keys, an earlier
+// run's) would otherwise fail behaviour after behaviour in ways that read
+// like bugs of the backend.
+func checkEmpty(tb testing.TB, ctx context.Context, s retail.Store) {
+	tb.Helper()
+	sessions, err := s.SessionCount(ctx)
+	if err != nil {
+		tb.Fatalf("SessionCount() on the store the Factory returned = %v, want nil error", err)
+	}
+	top, err := s.TopItems(ctx, 3)
+	if err != nil {
+		tb.Fatalf("TopItems(3) on the store the Factory returned = %v, want nil error", err)
+	}
+	if sessions != 0 || len(top) != 0 {
+		tb.Fatalf("the Factory returned a store that is not empty: %d sessions, most viewed items %v; "+
+			"it must return a new, empty Store each time (on a shared Redis, under a key prefix of its own: "+
+			"see package rueidistest)", sessions, top)
 	}
 }
 

@@ -1,25 +1,165 @@
 package rueidisbackend_test
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/rueidis"
 	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/backend/rueidisbackend"
+	"github.com/retailkit/retail/backend/rueidisbackend/rueidistest"
 	"github.com/retailkit/retail/conformance"
 )
 
 // TestConformance runs the whole suite on miniredis, a real server and a
-// real cluster, the three at once (each store has a keyspace of its own).
-// On the cluster, rueidis refuses (panics on) any script or multi-key
-// command whose keys span slots, so a pass proves that none does.
+// real cluster, the three at once. On the cluster, rueidis refuses (panics
+// on) any script or multi-key command whose keys span slots, so a pass
+// proves that none does.
+//
+// On the real server and cluster the suite runs as a user's test runs it on
+// their own Redis, through rueidistest.Factory, on a keyspace that already
+// holds keys of others (see writeForeignKeys), which must come out of it
+// untouched, while no key of the suite's stores may remain. On the server
+// it runs twice in a row, the second time as TestConformance/redis/Again,
+// so that whatever a run leaves behind fails the next; on the cluster,
+// where the suite takes about three times as long, once: the two
+// together stay within the time miniredis takes.
 func TestConformance(t *testing.T) {
-	forEachTarget(t, func(t *testing.T, tg target) {
+	t.Run("miniredis", func(t *testing.T) {
 		t.Parallel()
 		conformance.Run(t, func(tb testing.TB, clock retail.Clock, cfg conformance.Config) retail.Store {
-			s, _, _ := newStoreWith(tb, tg, rueidisbackend.Options{
+			s, _, _ := newStoreWith(tb, targets[0], rueidisbackend.Options{
 				Clock: clock, IdleTimeout: cfg.IdleTimeout, Lifetime: cfg.Lifetime, TouchEvery: cfg.TouchEvery,
 			})
 			return s
 		})
 	})
+	t.Run("redis", func(t *testing.T) {
+		t.Parallel()
+		if server == nil {
+			unavailable(t, "Redis server", serverErr)
+		}
+		runOnOwnRedis(t, rueidis.ClientOption{InitAddress: []string{server.Addr()}}, server.Owned(), 2)
+	})
+	t.Run("cluster", func(t *testing.T) {
+		t.Parallel()
+		if cluster == nil {
+			unavailable(t, "Redis Cluster", clusterErr)
+		}
+		runOnOwnRedis(t, rueidis.ClientOption{InitAddress: cluster.Addrs()}, cluster.Owned(), 1)
+	})
+}
+
+// runOnOwnRedis writes foreign keys on the Redis opt names, runs the suite
+// there through rueidistest.Factory runs times in a row, and after each run
+// checks that the foreign keys are as they were and that, if the server is
+// this test binary's own (owned), no key of the suite's stores is left.
+func runOnOwnRedis(t *testing.T, opt rueidis.ClientOption, owned bool, runs int) {
+	c := newClient(t, opt)
+	foreign := writeForeignKeys(t, c)
+	before := snapshot(t, c, foreign)
+	for i := range runs {
+		if i == 0 {
+			conformance.Run(t, rueidistest.Factory(opt))
+		} else {
+			t.Run("Again", func(t *testing.T) { conformance.Run(t, rueidistest.Factory(opt)) })
+		}
+		if t.Failed() {
+			return
+		}
+		if diff := cmp.Diff(before, snapshot(t, c, foreign)); diff != "" {
+			t.Fatalf("after run %d the foreign keys changed (-before +after):\n%s", i+1, diff)
+		}
+		if !owned {
+			t.Log("not checking that no key of the suite is left: others may run it on this server")
+			continue
+		}
+		var left []string
+		for _, k := range scanKeys(t, c, rueidistest.KeyPrefix) {
+			if !slices.Contains(foreign.keys, k) {
+				left = append(left, k)
+			}
+		}
+		if len(left) > 0 {
+			slices.Sort(left)
+			t.Fatalf("after run %d, %d keys under %q are left, the first %q", i+1, len(left), rueidistest.KeyPrefix, left[0])
+		}
+	}
+}
+
+// foreignKeys are keys the suite did not write: the prefixes they are
+// all under, and the raw keys among them.
+type foreignKeys struct {
+	prefixes []string
+	keys     []string
+}
+
+// writeForeignKeys fills the keyspace with keys a run of the suite must
+// leave alone: another shop's data (sessions, a cart, counted views, a
+// page, a scheduled row), and keys whose names are close to those of the
+// suite's stores, one of them under rueidistest.KeyPrefix as if another
+// run were using the server.
+func writeForeignKeys(t *testing.T, c rueidis.Client) foreignKeys {
+	shop := "shop-" + uniquePrefix()
+	s := mustNew(t, c, rueidisbackend.Options{Prefix: shop})
+	for _, tok := range []string{"alice-token", "guest-token"} {
+		if err := s.UpdateToken(bg, tok, strings.TrimSuffix(tok, "-token"), "kettle"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.AddToCart(bg, "guest-token", "kettle", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetItemPage(bg, "kettle", "GET /item?item=kettle", []byte("<h1>kettle</h1>"), retail.DefaultPageTTL); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ScheduleRowCache(bg, "row-1", retail.DefaultPageTTL); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil { // sends the views
+		t.Fatal(err)
+	}
+	id := strings.TrimSuffix(uniquePrefix(), ":")
+	f := foreignKeys{
+		prefixes: []string{shop, rueidistest.KeyPrefix + id, strings.TrimSuffix(rueidistest.KeyPrefix, ":") + id},
+		keys: []string{
+			rueidistest.KeyPrefix + id + ":{sessions}:seen", // another run's
+			rueidistest.KeyPrefix + id + ":page:GET /",
+			strings.TrimSuffix(rueidistest.KeyPrefix, ":") + id, // no colon: not under KeyPrefix
+		},
+	}
+	for _, k := range f.keys {
+		if err := c.Do(bg, c.B().Set().Key(k).Value("foreign").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := scanKeys(t, c, shop); len(got) < 6 {
+		t.Fatalf("the foreign shop wrote %d keys, %q; want at least 6", len(got), got)
+	}
+	return f
+}
+
+// snapshot returns every key under f's prefixes, each with its DUMP and
+// whether it has a TTL.
+func snapshot(t *testing.T, c rueidis.Client, f foreignKeys) map[string]string {
+	got := map[string]string{}
+	for _, p := range f.prefixes {
+		for _, k := range scanKeys(t, c, p) {
+			dump, err := c.Do(bg, c.B().Dump().Key(k).Build()).ToString()
+			if err != nil {
+				t.Fatalf("DUMP %q: %v", k, err)
+			}
+			ttl, err := c.Do(bg, c.B().Pttl().Key(k).Build()).AsInt64()
+			if err != nil {
+				t.Fatalf("PTTL %q: %v", k, err)
+			}
+			got[k] = map[bool]string{true: "ttl ", false: "persistent "}[ttl > 0] + dump
+		}
+	}
+	if len(got) == 0 {
+		t.Fatalf("no key under %q", f.prefixes)
+	}
+	return got
 }
