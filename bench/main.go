@@ -5,13 +5,17 @@
 //
 //	cd bench && go run . -d 5s              # one redis-server
 //	cd bench && go run . -d 5s -cluster 3   # a Redis Cluster of 3 masters
+//	cd bench && go run . -only memory       # used_memory a session (memory.go)
 //
 // It first checks every contender's results on a small keyspace (see
 // verify.go) and times only those that pass; then it times each operation
 // from -c goroutines over -sessions loaded sessions and prints ops/s,
 // latency percentiles and the server's CPU time a call. The contenders are
 // in contenders.go (the per-request operations and cleaning) and http.go
-// (the session middlewares). It needs redis-server on PATH.
+// (the session middlewares). The memory group (-only memory, not among
+// the defaults) times nothing: it measures the server's memory a session
+// in each layout (see memory.go), first, on the fresh server, and needs one
+// redis-server, not a cluster. Everything needs redis-server on PATH.
 package main
 
 import (
@@ -58,11 +62,11 @@ func main() {
 	flag.DurationVar(&cfg.dur, "d", 5*time.Second, "measured time per contender and operation")
 	flag.DurationVar(&cfg.warm, "warmup", -1, "unmeasured time before each measurement (default d/5, at most 1s)")
 	flag.IntVar(&cfg.conc, "c", 64, "concurrent callers")
-	flag.IntVar(&cfg.sessions, "sessions", 100_000, "sessions loaded before timing (and removed by each cleaning)")
+	flag.IntVar(&cfg.sessions, "sessions", 100_000, "sessions loaded before timing (and removed by each cleaning); for memory, a layout")
 	flag.IntVar(&cfg.items, "items", 10_000, "distinct items, viewed with Zipf popularity")
 	flag.IntVar(&cfg.cluster, "cluster", 0, "run on a Redis Cluster of this many masters instead of one redis-server")
 	flag.StringVar(&batches, "batches", "100,1000", "cleaning batch sizes (sessions a pass)")
-	flag.StringVar(&only, "only", "ops,clean,http", "what to time: ops, clean, http")
+	flag.StringVar(&only, "only", "ops,clean,http", "what to run: ops, clean, http (timed), memory (used_memory a session; one redis-server only)")
 	flag.BoolVar(&cfg.verifyOnly, "verify-only", false, "check the contenders and stop")
 	flag.Parse()
 	if cfg.warm < 0 {
@@ -77,13 +81,16 @@ func main() {
 	}
 	cfg.groups = map[string]bool{}
 	for _, g := range strings.Split(only, ",") {
-		if g = strings.TrimSpace(g); g != "ops" && g != "clean" && g != "http" {
-			fatalf("-only: unknown group %q (ops, clean, http)", g)
+		if g = strings.TrimSpace(g); g != "ops" && g != "clean" && g != "http" && g != "memory" {
+			fatalf("-only: unknown group %q (ops, clean, http, memory)", g)
 		}
 		cfg.groups[g] = true
 	}
 	if cfg.dur <= 0 || cfg.conc < 1 || cfg.sessions < 1 || cfg.items < 2 || cfg.cluster < 0 {
 		fatalf("-d, -c and -sessions must be positive, -items at least 2, -cluster not negative")
+	}
+	if cfg.groups["memory"] && cfg.cluster > 0 {
+		fatalf("-only memory needs one redis-server (it SELECTs databases): drop -cluster")
 	}
 
 	srv, err := startRedis(cfg.cluster)
@@ -107,12 +114,28 @@ func main() {
 	}
 }
 
-// run checks the contenders, times those that pass and prints the table.
+// run measures memory a session if asked, on the server still fresh;
+// then checks the contenders, times those that pass and prints the table.
 // It returns an error if a contender failed its checks or a timed call.
 func (b *bench) run(ctx context.Context, w io.Writer) error {
 	cfg := b.cfg
 	fmt.Fprintf(w, "bench: %s, redis %s; %s, GOMAXPROCS %d; -c %d -d %v (+%v warm-up) -sessions %d -items %d (Zipf s=%g)\n",
 		b.srv, b.srv.version(ctx), runtime.Version(), runtime.GOMAXPROCS(0), cfg.conc, cfg.dur, cfg.warm, cfg.sessions, cfg.items, zipfS)
+	var errs []error
+	if cfg.groups["memory"] && !cfg.verifyOnly {
+		errs = append(errs, b.timeMemory(ctx, w))
+	}
+	timed := []struct {
+		name string
+		run  func(context.Context, map[string]error) ([]*result, error)
+	}{{"ops", b.timeOps}, {"clean", b.timeClean}, {"http", b.timeHTTP}}
+	anyTimed := cfg.verifyOnly
+	for _, g := range timed {
+		anyTimed = anyTimed || cfg.groups[g.name]
+	}
+	if !anyTimed {
+		return errors.Join(errs...) // memory alone: no contender's calls to check
+	}
 	logf("checking every contender")
 	failed := b.verify(ctx)
 	if len(failed) == 0 {
@@ -121,7 +144,6 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 	for _, name := range slices.Sorted(maps.Keys(failed)) {
 		fmt.Fprintf(w, "checks: %s FAILED, not timed:\n  %s\n", name, strings.ReplaceAll(failed[name].Error(), "\n", "\n  "))
 	}
-	var errs []error
 	if len(failed) > 0 {
 		errs = append(errs, fmt.Errorf("%d contender(s) failed their checks", len(failed)))
 	}
@@ -129,10 +151,7 @@ func (b *bench) run(ctx context.Context, w io.Writer) error {
 		return errors.Join(errs...)
 	}
 	var rows []*result
-	for _, g := range []struct {
-		name string
-		run  func(context.Context, map[string]error) ([]*result, error)
-	}{{"ops", b.timeOps}, {"clean", b.timeClean}, {"http", b.timeHTTP}} {
+	for _, g := range timed {
 		if cfg.groups[g.name] {
 			r, err := g.run(ctx, failed)
 			rows, errs = append(rows, r...), append(errs, err)
