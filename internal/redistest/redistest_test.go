@@ -272,6 +272,7 @@ func (f *fakeTB) Fatal(args ...any) { f.fatal = fmt.Sprint(args...) }
 
 func TestSkip_SkipsUnlessRequired(t *testing.T) {
 	t.Setenv(envRequire, "")
+	freshSkips(t)
 	var f fakeTB
 	Skip(&f, "no redis")
 	if f.skipped != "no redis" || f.fatal != "" {
@@ -316,8 +317,9 @@ func TestStartServer_MovesOnWhenPortTaken(t *testing.T) {
 	requirePong(t, other.Addr())
 }
 
-func TestSkipSummary_CountsSkipsAndNamesReasons(t *testing.T) {
-	t.Setenv(envRequire, "") // so that Skip skips rather than fails
+// freshSkips empties the skip count for t, and restores it after, so that
+// a test of the count neither sees nor leaves skips of its own.
+func freshSkips(t *testing.T) {
 	skips.Lock()
 	saved := skips.n
 	savedReasons := skips.reasons
@@ -328,11 +330,15 @@ func TestSkipSummary_CountsSkipsAndNamesReasons(t *testing.T) {
 		skips.n, skips.reasons = saved, savedReasons
 		skips.Unlock()
 	})
+}
+
+func TestSkipSummary_CountsSkipsAndNamesReasons(t *testing.T) {
+	freshSkips(t)
 	if got := skipSummary(); got != "" {
 		t.Fatalf("skipSummary() with no skips = %q, want \"\"", got)
 	}
 	for _, reason := range []string{"no server", "no cluster", "no server"} {
-		t.Run("", func(t *testing.T) { Skip(t, reason) })
+		noteSkip(reason) // what Skip counts before it skips
 	}
 	got := skipSummary()
 	for _, want := range []string{"skipped 3 tests that need Redis", "(no server; no cluster)"} {

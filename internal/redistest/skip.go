@@ -38,13 +38,18 @@ func Skip(tb testing.TB, reason string) {
 		tb.Fatal(reason + " (" + envRequire + "=1)")
 		return
 	}
+	noteSkip(reason)
+	tb.Skip(reason)
+}
+
+// noteSkip counts a skip for the summary Main prints.
+func noteSkip(reason string) {
 	skips.Lock()
+	defer skips.Unlock()
 	skips.n++
 	if !slices.Contains(skips.reasons, reason) {
 		skips.reasons = append(skips.reasons, reason)
 	}
-	skips.Unlock()
-	tb.Skip(reason)
 }
 
 // Main runs m's tests and, if Skip skipped any, prints one line saying how
