@@ -121,20 +121,19 @@ func (s *store) CheckToken(ctx context.Context, token string) (string, bool, err
 }
 
 func (s *store) StartSession(ctx context.Context, token, user string) (bool, error) {
-	return s.startSession(ctx, "StartSession", token, user, 0)
+	return s.startSession(ctx, "StartSession", token, user, SessionOptions{})
 }
 
-func (s *store) StartSessionFor(ctx context.Context, token, user string, lifetime time.Duration) (bool, error) {
+func (s *store) StartSessionFor(ctx context.Context, token, user string, opts SessionOptions) (bool, error) {
 	const op = "StartSessionFor"
-	if err := checkLifetime(op, lifetime, s.lifetime); err != nil {
+	if err := checkSessionOptions(op, opts, s.lifetime); err != nil {
 		return false, err
 	}
-	return s.startSession(ctx, op, token, user, lifetime)
+	return s.startSession(ctx, op, token, user, opts)
 }
 
-// startSession starts a session with the given lifetime, 0 for the
-// Store's.
-func (s *store) startSession(ctx context.Context, op, token, user string, lifetime time.Duration) (bool, error) {
+// startSession starts a session with the options given.
+func (s *store) startSession(ctx context.Context, op, token, user string, opts SessionOptions) (bool, error) {
 	if err := checkID(op, "token", token); err != nil {
 		return false, err
 	}
@@ -144,7 +143,7 @@ func (s *store) startSession(ctx context.Context, op, token, user string, lifeti
 	if err := s.begin(ctx); err != nil {
 		return false, fail(op, tokenArg(token), err)
 	}
-	st, err := s.d.StartSession(ctx, sessionid.Of(token), user, lifetime)
+	st, err := s.d.StartSession(ctx, sessionid.Of(token), user, opts.Lifetime, opts.Label)
 	if err != nil {
 		return false, fail(op, tokenArg(token), err)
 	}
@@ -183,29 +182,29 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string) 
 	if err := checkRenewSession(op, token, newToken, user); err != nil {
 		return false, err
 	}
-	return s.renewSession(ctx, op, token, newToken, user, 0)
+	return s.renewSession(ctx, op, token, newToken, user, SessionOptions{})
 }
 
-func (s *store) RenewSessionFor(ctx context.Context, token, newToken, user string, lifetime time.Duration) (bool, error) {
+func (s *store) RenewSessionFor(ctx context.Context, token, newToken, user string, opts SessionOptions) (bool, error) {
 	const op = "RenewSessionFor"
 	if err := checkRenewSession(op, token, newToken, user); err != nil {
 		return false, err
 	}
 	if user == "" {
-		return false, invalid(op, "user", "empty: a lifetime is given at a login")
+		return false, invalid(op, "user", "empty: options are given at a login")
 	}
-	if err := checkLifetime(op, lifetime, s.lifetime); err != nil {
+	if err := checkSessionOptions(op, opts, s.lifetime); err != nil {
 		return false, err
 	}
-	return s.renewSession(ctx, op, token, newToken, user, lifetime)
+	return s.renewSession(ctx, op, token, newToken, user, opts)
 }
 
-// renewSession renews a session, giving it lifetime if it is not 0.
-func (s *store) renewSession(ctx context.Context, op, token, newToken, user string, lifetime time.Duration) (bool, error) {
+// renewSession renews a session with the options given.
+func (s *store) renewSession(ctx context.Context, op, token, newToken, user string, opts SessionOptions) (bool, error) {
 	if err := s.begin(ctx); err != nil {
 		return false, fail(op, tokenArg(token), err)
 	}
-	st, err := s.d.RenewSession(ctx, sessionid.Of(token), sessionid.Of(newToken), user, lifetime)
+	st, err := s.d.RenewSession(ctx, sessionid.Of(token), sessionid.Of(newToken), user, opts.Lifetime, opts.Label)
 	switch {
 	case err != nil:
 		return false, fail(op, tokenArg(token), err)

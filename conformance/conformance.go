@@ -140,7 +140,7 @@ func Run(t *testing.T, newStore Factory) {
 	}
 	su := &suite{newStore: newStore, timeout: timeout, cfg: defaultConfig}
 	groups := [][]behaviour{
-		bookTests, sessionTests, lifecycleTests, expiryTests, lifetimeTests, userTests,
+		bookTests, sessionTests, lifecycleTests, expiryTests, lifetimeTests, labelTests, userTests,
 		valueTests, cleaningTests, cartTests, pageTests, rowTests, viewTests,
 		frontDoorTests, logoutTests, logoutUserTests, touchTests, concurrencyTests, workerTests,
 	}
