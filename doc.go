@@ -176,6 +176,7 @@
 //				IdleTimeout: cfg.IdleTimeout,
 //				Lifetime:    cfg.Lifetime,
 //				TouchEvery:  cfg.TouchEvery,
+//				// and the backend's MaxSessionsPerUser from cfg.MaxSessionsPerUser
 //			})
 //			if err != nil {
 //				tb.Fatal(err)

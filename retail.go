@@ -91,6 +91,11 @@ type Sessions interface {
 	// guest session if user is empty, created and last seen now. If token
 	// already names a live session it reports created == false and writes
 	// nothing: tokens are meant to be new random values.
+	//
+	// Where the backend limits the sessions of a user (its
+	// MaxSessionsPerUser option, see [StoreOptions]), a login, here or by
+	// RenewSession with a user, ends the user's least recently seen other
+	// sessions beyond the limit before it returns.
 	StartSession(ctx context.Context, token, user string) (created bool, err error)
 
 	// StartSessionFor is StartSession with the options a login gives (see
