@@ -72,6 +72,8 @@
 //	cart count          at most MaxCartCount (zero or less removes the line)
 //	cart increment n    -MaxCartCount..MaxCartCount
 //	session value       at most MaxValueSize bytes
+//	session options     Lifetime 0 (the Store's) or positive and at most the Store's lifetime;
+//	                    Label at most MaxLabelLen bytes of printable UTF-8, or empty
 //	page key            1..MaxPageKeyLen bytes, no ASCII control characters
 //	page data           at most MaxPageSize bytes
 //	page ttl            MinDuration..MaxPageTTL
@@ -174,6 +176,7 @@
 //				IdleTimeout: cfg.IdleTimeout,
 //				Lifetime:    cfg.Lifetime,
 //				TouchEvery:  cfg.TouchEvery,
+//				// and the backend's MaxSessionsPerUser from cfg.MaxSessionsPerUser
 //			})
 //			if err != nil {
 //				tb.Fatal(err)

@@ -115,7 +115,7 @@ func (d *fakeDriver) CheckToken(_ context.Context, token string) (string, bool, 
 	return d.user, d.ok, d.record("CheckToken", sid(token))
 }
 
-func (d *fakeDriver) StartSession(_ context.Context, token, user string, _ time.Duration) (driver.Status, error) {
+func (d *fakeDriver) StartSession(_ context.Context, token, user string, _ time.Duration, _ string) (driver.Status, error) {
 	return d.status, d.record("StartSession", sid(token), user)
 }
 
@@ -123,7 +123,7 @@ func (d *fakeDriver) RefreshSession(_ context.Context, token, item string) (stri
 	return d.user, d.ok, d.record("RefreshSession", sid(token), item)
 }
 
-func (d *fakeDriver) RenewSession(_ context.Context, token, newToken, user string, _ time.Duration) (driver.Status, error) {
+func (d *fakeDriver) RenewSession(_ context.Context, token, newToken, user string, _ time.Duration, _ string) (driver.Status, error) {
 	return d.status, d.record("RenewSession", sid(token), sid(newToken), user)
 }
 

@@ -91,24 +91,30 @@ type Sessions interface {
 	// guest session if user is empty, created and last seen now. If token
 	// already names a live session it reports created == false and writes
 	// nothing: tokens are meant to be new random values.
+	//
+	// Where the backend limits the sessions of a user (its
+	// MaxSessionsPerUser option, see [StoreOptions]), a login, here or by
+	// RenewSession with a user, ends the user's least recently seen other
+	// sessions beyond the limit before it returns.
 	StartSession(ctx context.Context, token, user string) (created bool, err error)
 
-	// StartSessionFor is StartSession for a session with a lifetime of its
-	// own, such as 30 days for a "remember me" login and a day otherwise:
-	// the session expires lifetime after it started (and by the idle
-	// timeout, as every session does). lifetime must be positive and at
-	// most the Store's lifetime, which is the longest any session lives
-	// (see the backend's Lifetime option); otherwise StartSessionFor
-	// returns an error matching [ErrInvalid] and writes nothing. Like every
-	// session time it is rounded up to whole milliseconds.
+	// StartSessionFor is StartSession with the options a login gives (see
+	// [SessionOptions]): a lifetime of its own, such as 30 days for a
+	// "remember me" login and a day otherwise, and a label naming the
+	// device. The session expires opts.Lifetime after it started (and by
+	// the idle timeout, as every session does); a zero Lifetime is the
+	// Store's. Options that break their rules return an error matching
+	// [ErrInvalid] and write nothing. Like every session time the lifetime
+	// is rounded up to whole milliseconds.
 	//
 	// The session keeps its lifetime through RefreshSession, through
 	// UpdateToken with its own user and through RenewSession without a
 	// user (a renewal: its start is kept too). A login replaces it: a
 	// RenewSessionFor with the lifetime it gives, a RenewSession with a
 	// user, or an UpdateToken that changes the user, with the Store's
-	// lifetime; each starts it again from the login.
-	StartSessionFor(ctx context.Context, token, user string, lifetime time.Duration) (created bool, err error)
+	// lifetime; each starts it again from the login. It keeps its label
+	// through every call but a RenewSessionFor that gives another.
+	StartSessionFor(ctx context.Context, token, user string, opts SessionOptions) (created bool, err error)
 
 	// CheckToken returns the user token's session is logged in as ("" for
 	// a guest). If the token has no live session (never seen, logged out,
@@ -146,13 +152,14 @@ type Sessions interface {
 	// one of them.
 	RenewSession(ctx context.Context, token, newToken, user string) (ok bool, err error)
 
-	// RenewSessionFor is RenewSession for a login that gives the session a
-	// lifetime of its own, as StartSessionFor does: the session is logged
-	// in as user (which must not be empty) and expires lifetime after the
-	// login. lifetime must be positive and at most the Store's lifetime;
-	// otherwise, or if user is empty, it returns an error matching
-	// [ErrInvalid] and writes nothing.
-	RenewSessionFor(ctx context.Context, token, newToken, user string, lifetime time.Duration) (ok bool, err error)
+	// RenewSessionFor is RenewSession for a login that gives the session
+	// options, as StartSessionFor does: the session is logged in as user
+	// (which must not be empty) and expires opts.Lifetime after the login
+	// (the Store's lifetime if it is zero); a non-empty opts.Label replaces
+	// its label, an empty one keeps it. If the options break their rules,
+	// or user is empty, it returns an error matching [ErrInvalid] and
+	// writes nothing.
+	RenewSessionFor(ctx context.Context, token, newToken, user string, opts SessionOptions) (ok bool, err error)
 
 	// RecentItems returns the items token viewed, newest first, each once.
 	// A token without a live session has no recent items: the result is
@@ -233,6 +240,23 @@ type SessionInfo struct {
 	User     string
 	Created  time.Time // when it was started, or last logged in (see RenewSession)
 	LastSeen time.Time // its last refresh
+	Label    string    // as the login gave it (see [SessionOptions]); "" for none
+}
+
+// SessionOptions are what a login gives its session beyond the user
+// ([Sessions.StartSessionFor], [Sessions.RenewSessionFor]). The zero value
+// is StartSession's and RenewSession's.
+type SessionOptions struct {
+	// Lifetime, if not zero, is the session's own lifetime: positive and
+	// at most the Store's lifetime, which is the longest any session lives
+	// (see the backend's Lifetime option).
+	Lifetime time.Duration
+
+	// Label names the session for its owner on a "your devices" page, such
+	// as "Firefox on Linux": the application's words, which UserSessions
+	// returns as given. At most [MaxLabelLen] bytes of printable UTF-8
+	// (spaces included, no control characters); "" for none.
+	Label string
 }
 
 // SessionValues keeps a few small values per session (a flash message, a

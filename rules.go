@@ -24,6 +24,7 @@ const (
 	MaxRowDelay      = 7 * 24 * time.Hour // longest row refresh delay
 	MaxTopItems      = 100_000            // largest TopItems n
 	MaxClaimRows     = 10_000             // largest ClaimDueRows limit
+	MaxLabelLen      = rules.MaxLabelLen  // a session's label, in bytes
 )
 
 // DefaultRecentLimit is how many recently viewed items a session keeps, as
@@ -149,10 +150,14 @@ func checkGuestUser(op, user string) error {
 	return checkUser(op, user)
 }
 
-// checkLifetime checks a session's own lifetime against the Store's, max.
-func checkLifetime(op string, lifetime, max time.Duration) error {
-	if lifetime <= 0 || lifetime > max {
-		return invalid(op, "lifetime", "not in (0, "+max.String()+"], the Store's lifetime")
+// checkSessionOptions checks a session's own lifetime against the Store's,
+// max (0 takes the Store's), and its label.
+func checkSessionOptions(op string, opts SessionOptions, max time.Duration) error {
+	if opts.Lifetime < 0 || opts.Lifetime > max {
+		return invalid(op, "Lifetime", "not in [0, "+max.String()+"], the Store's lifetime")
+	}
+	if why := rules.Label(opts.Label); why != "" {
+		return invalid(op, "Label", why)
 	}
 	return nil
 }

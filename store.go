@@ -1,8 +1,10 @@
 package retail
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -39,11 +41,29 @@ type StoreOptions struct {
 	// resolved): the longest lifetime StartSessionFor and RenewSessionFor
 	// accept. [DefaultLifetime] if zero.
 	Lifetime time.Duration
+
+	// MaxSessionsPerUser, if positive, is how many live sessions one user
+	// may hold (the driver's MaxSessionsPerUser option); 0 is no limit.
+	// A login (StartSession or StartSessionFor with a user, RenewSession
+	// or RenewSessionFor with a user) that leaves more ends the least
+	// recently seen of the others before it returns: those whose LastSeen,
+	// as UserSessions reports it, is oldest, ties broken by the older
+	// Created. (A backend that writes a visit only every TouchEvery
+	// reports a LastSeen up to TouchEvery early, so among sessions seen
+	// within TouchEvery of each other the choice is approximate.) The
+	// login's own session is never the one its login ends, but a login
+	// running at the same time may end it, as it may any other. However
+	// logins interleave, once they have returned the user has at most
+	// MaxSessionsPerUser live sessions: each login reads the user's
+	// sessions after its own is listed, so the last of them to read sees
+	// every one. UpdateToken, the book's, is not a login here: it does
+	// not enforce the limit.
+	MaxSessionsPerUser int
 }
 
 // NewStoreWith is [NewStore] with options.
 func NewStoreWith(d driver.Store, opts StoreOptions) Store {
-	s := &store{d: d, lifetime: opts.Lifetime}
+	s := &store{d: d, lifetime: opts.Lifetime, maxPerUser: max(opts.MaxSessionsPerUser, 0)}
 	if s.lifetime == 0 {
 		s.lifetime = DefaultLifetime
 	}
@@ -62,7 +82,8 @@ type store struct {
 	stats  counters
 	views  *viewBuffer // nil if views go to the driver at once
 
-	lifetime time.Duration // the longest a session lives
+	lifetime   time.Duration // the longest a session lives
+	maxPerUser int           // live sessions a user may hold; 0 for no limit
 }
 
 // countView counts one view of item: into the buffer, or at once.
@@ -121,20 +142,19 @@ func (s *store) CheckToken(ctx context.Context, token string) (string, bool, err
 }
 
 func (s *store) StartSession(ctx context.Context, token, user string) (bool, error) {
-	return s.startSession(ctx, "StartSession", token, user, 0)
+	return s.startSession(ctx, "StartSession", token, user, SessionOptions{})
 }
 
-func (s *store) StartSessionFor(ctx context.Context, token, user string, lifetime time.Duration) (bool, error) {
+func (s *store) StartSessionFor(ctx context.Context, token, user string, opts SessionOptions) (bool, error) {
 	const op = "StartSessionFor"
-	if err := checkLifetime(op, lifetime, s.lifetime); err != nil {
+	if err := checkSessionOptions(op, opts, s.lifetime); err != nil {
 		return false, err
 	}
-	return s.startSession(ctx, op, token, user, lifetime)
+	return s.startSession(ctx, op, token, user, opts)
 }
 
-// startSession starts a session with the given lifetime, 0 for the
-// Store's.
-func (s *store) startSession(ctx context.Context, op, token, user string, lifetime time.Duration) (bool, error) {
+// startSession starts a session with the options given.
+func (s *store) startSession(ctx context.Context, op, token, user string, opts SessionOptions) (bool, error) {
 	if err := checkID(op, "token", token); err != nil {
 		return false, err
 	}
@@ -144,12 +164,16 @@ func (s *store) startSession(ctx context.Context, op, token, user string, lifeti
 	if err := s.begin(ctx); err != nil {
 		return false, fail(op, tokenArg(token), err)
 	}
-	st, err := s.d.StartSession(ctx, sessionid.Of(token), user, lifetime)
+	id := sessionid.Of(token)
+	st, err := s.d.StartSession(ctx, id, user, opts.Lifetime, opts.Label)
 	if err != nil {
 		return false, fail(op, tokenArg(token), err)
 	}
 	if st != driver.OK {
 		return false, nil
+	}
+	if err := s.limitSessions(ctx, user, id); err != nil {
+		return false, fail(op, tokenArg(token), err)
 	}
 	s.stats.sessionsStarted.Add(1)
 	return true, nil
@@ -183,36 +207,87 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string) 
 	if err := checkRenewSession(op, token, newToken, user); err != nil {
 		return false, err
 	}
-	return s.renewSession(ctx, op, token, newToken, user, 0)
+	return s.renewSession(ctx, op, token, newToken, user, SessionOptions{})
 }
 
-func (s *store) RenewSessionFor(ctx context.Context, token, newToken, user string, lifetime time.Duration) (bool, error) {
+func (s *store) RenewSessionFor(ctx context.Context, token, newToken, user string, opts SessionOptions) (bool, error) {
 	const op = "RenewSessionFor"
 	if err := checkRenewSession(op, token, newToken, user); err != nil {
 		return false, err
 	}
 	if user == "" {
-		return false, invalid(op, "user", "empty: a lifetime is given at a login")
+		return false, invalid(op, "user", "empty: options are given at a login")
 	}
-	if err := checkLifetime(op, lifetime, s.lifetime); err != nil {
+	if err := checkSessionOptions(op, opts, s.lifetime); err != nil {
 		return false, err
 	}
-	return s.renewSession(ctx, op, token, newToken, user, lifetime)
+	return s.renewSession(ctx, op, token, newToken, user, opts)
 }
 
-// renewSession renews a session, giving it lifetime if it is not 0.
-func (s *store) renewSession(ctx context.Context, op, token, newToken, user string, lifetime time.Duration) (bool, error) {
+// renewSession renews a session with the options given.
+func (s *store) renewSession(ctx context.Context, op, token, newToken, user string, opts SessionOptions) (bool, error) {
 	if err := s.begin(ctx); err != nil {
 		return false, fail(op, tokenArg(token), err)
 	}
-	st, err := s.d.RenewSession(ctx, sessionid.Of(token), sessionid.Of(newToken), user, lifetime)
+	id := sessionid.Of(newToken)
+	st, err := s.d.RenewSession(ctx, sessionid.Of(token), id, user, opts.Lifetime, opts.Label)
 	switch {
 	case err != nil:
 		return false, fail(op, tokenArg(token), err)
 	case st == driver.Exists:
 		return false, invalid(op, "newToken", "already names a session")
+	case st != driver.OK:
+		return false, nil
 	}
-	return st == driver.OK, nil
+	if err := s.limitSessions(ctx, user, id); err != nil {
+		return false, fail(op, tokenArg(token), err)
+	}
+	return true, nil
+}
+
+// limitSessions enforces MaxSessionsPerUser after user logged in to the
+// session id (see StoreOptions): it ends the least recently seen of the
+// others while user has more. If it fails, it ends the new session too,
+// so that the limit holds unless that fails as well, and returns the
+// error. A user "" (a guest, or a renewal) is no login: nothing to do.
+func (s *store) limitSessions(ctx context.Context, user, id string) error {
+	if s.maxPerUser == 0 || user == "" {
+		return nil
+	}
+	err := s.endOverLimit(ctx, user, id)
+	if err != nil {
+		_ = s.d.Logout(context.WithoutCancel(ctx), id)
+	}
+	return err
+}
+
+func (s *store) endOverLimit(ctx context.Context, user, id string) error {
+	infos, err := s.d.UserSessions(ctx, user)
+	if err != nil || len(infos) <= s.maxPerUser {
+		return err
+	}
+	// The login's own session first, then the most recently seen.
+	slices.SortFunc(infos, func(a, b driver.SessionInfo) int {
+		return cmp.Or(
+			cmp.Compare(boolInt(b.ID == id), boolInt(a.ID == id)),
+			b.LastSeen.Compare(a.LastSeen),
+			b.Created.Compare(a.Created),
+			cmp.Compare(a.ID, b.ID))
+	})
+	for _, in := range infos[s.maxPerUser:] {
+		if err := s.d.Logout(ctx, in.ID); err != nil {
+			return err
+		}
+		s.stats.logouts.Add(1)
+	}
+	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (s *store) UserSessions(ctx context.Context, user string) ([]SessionInfo, error) {

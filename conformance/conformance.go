@@ -10,6 +10,7 @@
 //			IdleTimeout: cfg.IdleTimeout,
 //			Lifetime:    cfg.Lifetime,
 //			TouchEvery:  cfg.TouchEvery,
+//			// and the backend's MaxSessionsPerUser from cfg.MaxSessionsPerUser
 //		})
 //		if err != nil {
 //			tb.Fatalf("memory.New() = %v", err)
@@ -89,6 +90,10 @@ type Config struct {
 	IdleTimeout time.Duration
 	Lifetime    time.Duration
 	TouchEvery  time.Duration
+
+	// MaxSessionsPerUser is the backend's option of that name: 0 except
+	// where the suite tests the limit.
+	MaxSessionsPerUser int
 }
 
 // defaultConfig is the retail package's default session times.
@@ -140,7 +145,7 @@ func Run(t *testing.T, newStore Factory) {
 	}
 	su := &suite{newStore: newStore, timeout: timeout, cfg: defaultConfig}
 	groups := [][]behaviour{
-		bookTests, sessionTests, lifecycleTests, expiryTests, lifetimeTests, userTests,
+		bookTests, sessionTests, lifecycleTests, expiryTests, lifetimeTests, labelTests, userTests,
 		valueTests, cleaningTests, cartTests, pageTests, rowTests, viewTests,
 		frontDoorTests, logoutTests, logoutUserTests, touchTests, concurrencyTests, workerTests,
 	}
@@ -149,6 +154,14 @@ func Run(t *testing.T, newStore Factory) {
 			su.run(t, b)
 		}
 	}
+	limited := defaultConfig
+	limited.MaxSessionsPerUser = sessionLimit
+	t.Run("SessionLimit", func(t *testing.T) {
+		su := &suite{newStore: newStore, timeout: timeout, cfg: limited}
+		for _, b := range limitTests {
+			su.run(t, b)
+		}
+	})
 	for _, o := range otherTimes {
 		su := &suite{newStore: newStore, timeout: timeout, cfg: o.cfg}
 		t.Run(o.name, func(t *testing.T) {

@@ -34,7 +34,7 @@ func (h *harness) keptLifetime() time.Duration { return ceilMillis(h.ownLifetime
 
 func (h *harness) startFor(token, user string, lifetime time.Duration) {
 	h.t.Helper()
-	created, err := h.s.StartSessionFor(h.ctx, token, user, lifetime)
+	created, err := h.s.StartSessionFor(h.ctx, token, user, retail.SessionOptions{Lifetime: lifetime})
 	if err != nil || !created {
 		h.t.Fatalf("StartSessionFor(%q, %q, %v) = %v, %v, want true, nil", token, user, lifetime, created, err)
 	}
@@ -42,7 +42,7 @@ func (h *harness) startFor(token, user string, lifetime time.Duration) {
 
 func (h *harness) renewFor(token, newToken, user string, lifetime time.Duration) {
 	h.t.Helper()
-	ok, err := h.s.RenewSessionFor(h.ctx, token, newToken, user, lifetime)
+	ok, err := h.s.RenewSessionFor(h.ctx, token, newToken, user, retail.SessionOptions{Lifetime: lifetime})
 	if err != nil || !ok {
 		h.t.Fatalf("RenewSessionFor(%q, %q, %q, %v) = %v, %v, want true, nil", token, newToken, user, lifetime, ok, err)
 	}
@@ -175,14 +175,14 @@ func testLifetimeMaximum(h *harness) {
 	// The Store's lifetime itself is accepted.
 	t0 := h.now()
 	h.startFor("tok-max", "alice", h.lifetime)
-	for _, d := range []time.Duration{h.lifetime + time.Millisecond, h.lifetime + time.Nanosecond, 0, -time.Second} {
-		created, err := h.s.StartSessionFor(h.ctx, "tok-1", "alice", d)
+	for _, d := range []time.Duration{h.lifetime + time.Millisecond, h.lifetime + time.Nanosecond, -time.Second} {
+		created, err := h.s.StartSessionFor(h.ctx, "tok-1", "alice", retail.SessionOptions{Lifetime: d})
 		h.wantErr(fmt.Sprintf(`StartSessionFor("tok-1", "alice", %v)`, d), err, retail.ErrInvalid)
 		if created {
 			h.t.Errorf(`StartSessionFor("tok-1", "alice", %v) = true, want false`, d)
 		}
 		h.wantNoSession("tok-1")
-		ok, err := h.s.RenewSessionFor(h.ctx, "tok-max", "tok-2", "alice", d)
+		ok, err := h.s.RenewSessionFor(h.ctx, "tok-max", "tok-2", "alice", retail.SessionOptions{Lifetime: d})
 		h.wantErr(fmt.Sprintf(`RenewSessionFor("tok-max", "tok-2", "alice", %v)`, d), err, retail.ErrInvalid)
 		if ok {
 			h.t.Errorf(`RenewSessionFor("tok-max", "tok-2", "alice", %v) = true, want false`, d)
@@ -190,7 +190,7 @@ func testLifetimeMaximum(h *harness) {
 		h.wantNoSession("tok-2")
 	}
 	// A lifetime is given at a login: not with a renewal.
-	_, err := h.s.RenewSessionFor(h.ctx, "tok-max", "tok-2", "", h.ownLifetime())
+	_, err := h.s.RenewSessionFor(h.ctx, "tok-max", "tok-2", "", retail.SessionOptions{Lifetime: h.ownLifetime()})
 	h.wantErr(`RenewSessionFor("tok-max", "tok-2", "", lifetime)`, err, retail.ErrInvalid)
 	h.wantNoSession("tok-2")
 	h.wantUserSessions("alice", info("tok-max", "alice", t0, t0))

@@ -49,7 +49,8 @@ type Store interface {
 	// lifetime of 0 gives the session the driver's Lifetime; any other is
 	// the session's own (retail.Sessions.StartSessionFor), positive and at
 	// most the driver's Lifetime, to be rounded up to whole milliseconds.
-	StartSession(ctx context.Context, token, user string, lifetime time.Duration) (Status, error)
+	// label ("" for none) is kept with the session for UserSessions.
+	StartSession(ctx context.Context, token, user string, lifetime time.Duration, label string) (Status, error)
 
 	// CheckToken returns the user of token's live session, or ok == false.
 	CheckToken(ctx context.Context, token string) (user string, ok bool, err error)
@@ -71,8 +72,9 @@ type Store interface {
 	// nothing is written. With a user (a login) the session's lifetime
 	// starts again: lifetime if it is not 0 (as StartSession takes it),
 	// else the driver's Lifetime. Without one (then lifetime is 0) the
-	// session keeps its start and lifetime.
-	RenewSession(ctx context.Context, token, newToken, user string, lifetime time.Duration) (Status, error)
+	// session keeps its start and lifetime. The session keeps its label
+	// unless label is not empty (then user is not empty): label replaces it.
+	RenewSession(ctx context.Context, token, newToken, user string, lifetime time.Duration, label string) (Status, error)
 
 	// RecentItems returns token's recently viewed items, newest first; nil
 	// or empty without a live session.
@@ -235,6 +237,7 @@ type SessionInfo struct {
 	User     string
 	Created  time.Time
 	LastSeen time.Time
+	Label    string // as StartSession or RenewSession last gave it; "" for none
 }
 
 // ItemViews is an item and its view count, as TopItems returns them.

@@ -152,9 +152,9 @@ type browser struct {
 	shotDir string
 }
 
-// newBrowser starts headless Chromium at path with a fresh profile; it is
-// closed when the test ends.
-func newBrowser(t *testing.T, path, base string) *browser {
+// newBrowser starts headless Chromium at path with a fresh profile and the
+// options extra; it is closed when the test ends.
+func newBrowser(t *testing.T, path, base string, extra ...chromedp.ExecAllocatorOption) *browser {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
@@ -170,6 +170,7 @@ func newBrowser(t *testing.T, path, base string) *browser {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1200, 900),
 	)
+	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
 	t.Cleanup(func() {

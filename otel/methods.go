@@ -19,9 +19,9 @@ func (s *Store) StartSession(ctx context.Context, token, user string) (created b
 }
 
 // StartSessionFor calls the wrapped Store's StartSessionFor in a span of its own.
-func (s *Store) StartSessionFor(ctx context.Context, token, user string, lifetime time.Duration) (created bool, err error) {
+func (s *Store) StartSessionFor(ctx context.Context, token, user string, opts retail.SessionOptions) (created bool, err error) {
 	ctx, c := s.begin(ctx, "StartSessionFor")
-	created, err = s.Store.StartSessionFor(ctx, token, user, lifetime)
+	created, err = s.Store.StartSessionFor(ctx, token, user, opts)
 	c.end(created, err)
 	return created, err
 }
@@ -59,9 +59,9 @@ func (s *Store) RenewSession(ctx context.Context, token, newToken, user string) 
 }
 
 // RenewSessionFor calls the wrapped Store's RenewSessionFor in a span of its own.
-func (s *Store) RenewSessionFor(ctx context.Context, token, newToken, user string, lifetime time.Duration) (ok bool, err error) {
+func (s *Store) RenewSessionFor(ctx context.Context, token, newToken, user string, opts retail.SessionOptions) (ok bool, err error) {
 	ctx, c := s.begin(ctx, "RenewSessionFor")
-	ok, err = s.Store.RenewSessionFor(ctx, token, newToken, user, lifetime)
+	ok, err = s.Store.RenewSessionFor(ctx, token, newToken, user, opts)
 	c.end(ok, err)
 	return ok, err
 }

@@ -128,7 +128,7 @@ func everyMethod(token string) []method {
 			return err
 		}},
 		{"StartSessionFor", func(ctx context.Context, s retail.Store) error {
-			_, err := s.StartSessionFor(ctx, token+"-5", "", time.Hour)
+			_, err := s.StartSessionFor(ctx, token+"-5", "", retail.SessionOptions{Lifetime: time.Hour})
 			return err
 		}},
 		{"CheckToken", func(ctx context.Context, s retail.Store) error { _, _, err := s.CheckToken(ctx, token); return err }},
@@ -182,7 +182,7 @@ func everyMethod(token string) []method {
 			return err
 		}},
 		{"RenewSessionFor", func(ctx context.Context, s retail.Store) error {
-			_, err := s.RenewSessionFor(ctx, token+"-3", token+"-4", "alice", time.Hour)
+			_, err := s.RenewSessionFor(ctx, token+"-3", token+"-4", "alice", retail.SessionOptions{Lifetime: time.Hour})
 			return err
 		}},
 		{"EndSession", func(ctx context.Context, s retail.Store) error {

@@ -174,6 +174,14 @@ type LoginOptions struct {
 	// (usually when it closes). The session itself still ends by the
 	// Store's clock. Without it the cookie is persistent.
 	BrowserSession bool
+
+	// Label, if not empty, names the session on a "your devices" page
+	// ([retail.SessionOptions], [retail.Sessions.UserSessions]), such as
+	// "Firefox on Linux" from the request's User-Agent. It must be at most
+	// retail.MaxLabelLen bytes of printable UTF-8; otherwise LoginWith
+	// returns an error matching [retail.ErrInvalid] and logs nothing in.
+	// Without one, a login that renews the session keeps its label.
+	Label string
 }
 
 // cookieKey is the session value under which LoginWith records a login's
@@ -194,9 +202,9 @@ const cookieKey = "retailhttp:cookie"
 //
 // The choices hold until the next login: Renew keeps the session's
 // lifetime and sets a cookie of the same kind, a persistent one expiring
-// when the login's did. LoginWith with options other than the zero value
+// when the login's did. LoginWith with a Lifetime or BrowserSession
 // records them in a session value (one of retail.MaxSessionValues); a
-// login with the zero value drops it.
+// login without either drops it.
 func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, user string, opts LoginOptions) (Session, error) {
 	rs, err := m.request(ctx, "Login")
 	if err != nil {
@@ -208,6 +216,10 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 	if opts.Lifetime < 0 {
 		return Session{}, invalid("SessionManager.Login", "Lifetime", "negative")
 	}
+	if why := rules.Label(opts.Label); why != "" {
+		return Session{}, invalid("SessionManager.Login", "Label", why)
+	}
+	sopts := retail.SessionOptions{Lifetime: opts.Lifetime, Label: opts.Label}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	s := Session{Token: newToken(), User: user}
@@ -229,8 +241,8 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 		}
 		// It is over whatever happens next.
 		rs.cur, rs.curOK = Session{}, false
-	case rs.curOK && opts.Lifetime != 0:
-		renewed, err = m.store.RenewSessionFor(ctx, rs.cur.Token, s.Token, user, opts.Lifetime)
+	case rs.curOK && sopts != (retail.SessionOptions{}):
+		renewed, err = m.store.RenewSessionFor(ctx, rs.cur.Token, s.Token, user, sopts)
 		if err != nil {
 			return Session{}, err
 		}
@@ -241,12 +253,12 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 		}
 	}
 	if !renewed {
-		if err := m.startFor(ctx, s, opts.Lifetime); err != nil {
+		if err := m.startFor(ctx, s, sopts); err != nil {
 			return Session{}, err
 		}
 	}
 	switch {
-	case opts != LoginOptions{}:
+	case opts.Lifetime != 0 || opts.BrowserSession:
 		kind := strconv.FormatInt(expires.UnixMilli(), 10)
 		if opts.BrowserSession {
 			kind = "session"
@@ -403,15 +415,16 @@ func (m *SessionManager) LogoutEverywhere(ctx context.Context, w http.ResponseWr
 }
 
 // start starts session s in the Store.
-func (m *SessionManager) start(ctx context.Context, s Session) error { return m.startFor(ctx, s, 0) }
+func (m *SessionManager) start(ctx context.Context, s Session) error {
+	return m.startFor(ctx, s, retail.SessionOptions{})
+}
 
-// startFor starts session s in the Store with its own lifetime, or the
-// Store's if lifetime is 0.
-func (m *SessionManager) startFor(ctx context.Context, s Session, lifetime time.Duration) error {
+// startFor starts session s in the Store with the options given.
+func (m *SessionManager) startFor(ctx context.Context, s Session, opts retail.SessionOptions) error {
 	var created bool
 	var err error
-	if lifetime != 0 {
-		created, err = m.store.StartSessionFor(ctx, s.Token, s.User, lifetime)
+	if opts != (retail.SessionOptions{}) {
+		created, err = m.store.StartSessionFor(ctx, s.Token, s.User, opts)
 	} else {
 		created, err = m.store.StartSession(ctx, s.Token, s.User)
 	}

@@ -86,6 +86,14 @@ type Options struct {
 	// rounded up, as every backend keeps them, so that a session never
 	// ends sooner than configured: an IdleTimeout of 1.5 ms is 2 ms.
 	TouchEvery time.Duration
+
+	// MaxSessionsPerUser, if positive, is how many live sessions one user
+	// may hold: a login beyond it ends the user's least recently seen
+	// other sessions before it returns (see
+	// retail.StoreOptions.MaxSessionsPerUser for exactly which, and what
+	// holds when logins run at once). 0 is no limit; it must not be
+	// negative.
+	MaxSessionsPerUser int
 }
 
 // store is the driver under the retail.Store that New returns.
@@ -135,13 +143,18 @@ func New(opts Options) (retail.Store, error) {
 	}
 	// Views are counted in the process already: each goes to the driver
 	// at once.
-	return retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: -1, Lifetime: time.Duration(d.lifetime) * time.Millisecond}), nil
+	return retail.NewStoreWith(d, retail.StoreOptions{
+		ViewFlush: -1, Lifetime: time.Duration(d.lifetime) * time.Millisecond, MaxSessionsPerUser: opts.MaxSessionsPerUser,
+	}), nil
 }
 
 func newDriver(opts Options) (*store, error) {
 	const op = "memory.New"
 	if opts.RecentLimit < 0 {
 		return nil, &retail.InputError{Op: op, Arg: "RecentLimit", Reason: "negative"}
+	}
+	if opts.MaxSessionsPerUser < 0 {
+		return nil, &retail.InputError{Op: op, Arg: "MaxSessionsPerUser", Reason: "negative"}
 	}
 	if opts.Clock == nil {
 		opts.Clock = retail.SystemClock{}

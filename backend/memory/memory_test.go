@@ -12,7 +12,10 @@ import (
 )
 
 func newStore(tb testing.TB, clock retail.Clock, cfg conformance.Config) retail.Store {
-	s, err := memory.New(memory.Options{Clock: clock, IdleTimeout: cfg.IdleTimeout, Lifetime: cfg.Lifetime, TouchEvery: cfg.TouchEvery})
+	s, err := memory.New(memory.Options{
+		Clock: clock, IdleTimeout: cfg.IdleTimeout, Lifetime: cfg.Lifetime, TouchEvery: cfg.TouchEvery,
+		MaxSessionsPerUser: cfg.MaxSessionsPerUser,
+	})
 	if err != nil {
 		tb.Fatalf("memory.New() = %v", err)
 	}
@@ -30,6 +33,7 @@ func TestNew_RejectsOptionsOutOfRange(t *testing.T) {
 		arg  string
 	}{
 		{"RecentLimitNegative", memory.Options{RecentLimit: -1}, "RecentLimit"},
+		{"MaxSessionsPerUserNegative", memory.Options{MaxSessionsPerUser: -1}, "MaxSessionsPerUser"},
 		{"IdleTimeoutNegative", memory.Options{IdleTimeout: -time.Minute}, "IdleTimeout"},
 		{"IdleTimeoutBelowMin", memory.Options{IdleTimeout: retail.MinDuration - 1}, "IdleTimeout"},
 		{"IdleTimeoutAboveMax", memory.Options{IdleTimeout: retail.MaxSessionTime + 1}, "IdleTimeout"},

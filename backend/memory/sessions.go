@@ -18,6 +18,7 @@ type session struct {
 	user     string // "" for a guest
 	created  int64  // Unix ms: started, or last logged in (RenewSession, or UpdateToken with another user)
 	life     int64  // its own lifetime in ms (StartSessionFor, RenewSessionFor), or 0 for the Store's
+	label    string // as the login gave it, or ""
 	lastSeen int64  // Unix ms; it never goes back
 	touched  int64  // Unix ms: when a refresh last wrote it in full (see RefreshSession)
 	seq      uint64 // its shard's seq when lastSeen was last set
@@ -117,7 +118,7 @@ func (s *store) dropSession(sh *sessionShard, x *session) {
 }
 
 // StartSession implements driver.Store.
-func (s *store) StartSession(ctx context.Context, token, user string, lifetime time.Duration) (driver.Status, error) {
+func (s *store) StartSession(ctx context.Context, token, user string, lifetime time.Duration, label string) (driver.Status, error) {
 	now := s.now()
 	sh := s.shard(token)
 	sh.mu.Lock()
@@ -125,7 +126,8 @@ func (s *store) StartSession(ctx context.Context, token, user string, lifetime t
 	if s.liveSession(sh, token, now) != nil {
 		return driver.Exists, nil
 	}
-	s.newSession(sh, token, user, now).life = settings.Millis(lifetime)
+	x := s.newSession(sh, token, user, now)
+	x.life, x.label = settings.Millis(lifetime), strings.Clone(label)
 	return driver.OK, nil
 }
 
@@ -229,7 +231,7 @@ func pushRecent(recent []string, item string, limit int) []string {
 // the shards of both tokens locked, so no call sees neither token live. The
 // shards are locked in index order, so two renewals between the same two
 // shards cannot each hold one and wait for the other.
-func (s *store) RenewSession(ctx context.Context, token, newToken, user string, lifetime time.Duration) (driver.Status, error) {
+func (s *store) RenewSession(ctx context.Context, token, newToken, user string, lifetime time.Duration, label string) (driver.Status, error) {
 	now := s.now()
 	from, to := shardOf(s.seed, token), shardOf(s.seed, newToken)
 	first, second := &s.shards[min(from, to)], &s.shards[max(from, to)]
@@ -252,6 +254,9 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string, 
 	if user != "" {
 		s.setUser(x, user, now)
 		x.created, x.life = now, settings.Millis(lifetime)
+	}
+	if label != "" {
+		x.label = strings.Clone(label)
 	}
 	s.shards[to].see(x, now)
 	x.touched = now

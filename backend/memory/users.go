@@ -112,6 +112,7 @@ func (s *store) UserSessions(ctx context.Context, user string) ([]driver.Session
 				User:     x.user,
 				Created:  time.UnixMilli(x.created),
 				LastSeen: time.UnixMilli(x.lastSeen),
+				Label:    x.label,
 			})
 		} else {
 			s.dropSession(s.shard(x.token), x)

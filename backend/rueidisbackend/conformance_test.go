@@ -32,6 +32,7 @@ func TestConformance(t *testing.T) {
 		conformance.Run(t, func(tb testing.TB, clock retail.Clock, cfg conformance.Config) retail.Store {
 			s, _, _ := newStoreWith(tb, targets[0], rueidisbackend.Options{
 				Clock: clock, IdleTimeout: cfg.IdleTimeout, Lifetime: cfg.Lifetime, TouchEvery: cfg.TouchEvery,
+				MaxSessionsPerUser: cfg.MaxSessionsPerUser,
 			})
 			return s
 		})

@@ -44,6 +44,7 @@
 //	recent     the recently viewed items, oldest first, one a line
 //	#cart      the number of cart lines; cart:ITEM the count of each
 //	#values    the number of values; value:KEY each value
+//	label      the label the login gave it (StartSessionFor, RenewSessionFor), if any; copied by RenewSession
 //
 // A single server runs each session call as one script that also writes
 // the shared sets it affects, so a session and its index change in one

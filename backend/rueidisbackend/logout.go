@@ -125,7 +125,7 @@ func (s *store) UserSessions(ctx context.Context, user string) ([]driver.Session
 	}
 	cmds := make(rueidis.Commands, 0, len(entries))
 	for _, z := range entries {
-		cmds = append(cmds, s.c.B().Hmget().Key(s.k.session(z.Member)).Field("login", "seen").Build())
+		cmds = append(cmds, s.c.B().Hmget().Key(s.k.session(z.Member)).Field("login", "seen", "label").Build())
 	}
 	res = s.c.DoMulti(ctx, cmds...)
 	now := s.nowMs()
@@ -141,6 +141,7 @@ func (s *store) UserSessions(ctx context.Context, user string) ([]driver.Session
 		case info.user == user && s.live(now, info.created, info.life, info.lastSeen) && (!loggedOut || info.created > outAt):
 			out = append(out, driver.SessionInfo{
 				ID: z.Member, User: user, Created: msTime(info.created), LastSeen: msTime(info.lastSeen),
+				Label: info.label,
 			})
 		}
 	}

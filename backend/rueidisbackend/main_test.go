@@ -164,6 +164,7 @@ func TestNew_RejectsBadOptions(t *testing.T) {
 		{"prefix with braces", c, rueidisbackend.Options{Prefix: "a{b}:"}, "Prefix"},
 		{"prefix with a closing brace", c, rueidisbackend.Options{Prefix: "a}:"}, "Prefix"},
 		{"negative RecentLimit", c, rueidisbackend.Options{RecentLimit: -1}, "RecentLimit"},
+		{"negative MaxSessionsPerUser", c, rueidisbackend.Options{MaxSessionsPerUser: -1}, "MaxSessionsPerUser"},
 		{"negative TTLSlack", c, rueidisbackend.Options{TTLSlack: -time.Millisecond}, "TTLSlack"},
 		{"negative IdleTimeout", c, rueidisbackend.Options{IdleTimeout: -time.Second}, "IdleTimeout"},
 		{"IdleTimeout below a millisecond", c, rueidisbackend.Options{IdleTimeout: time.Microsecond}, "IdleTimeout"},

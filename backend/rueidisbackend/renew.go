@@ -35,7 +35,7 @@ var readSession = sessionScript(readSrc)
 // the same token), the new one is deleted again and RenewSession reports
 // NoSession. A write to the old token that lands between the copy and the
 // deletion, a few round trips, is lost with the old session.
-func (s *store) RenewSession(ctx context.Context, token, newToken, user string, lifetime time.Duration) (driver.Status, error) {
+func (s *store) RenewSession(ctx context.Context, token, newToken, user string, lifetime time.Duration, label string) (driver.Status, error) {
 	// The login's instant is when the call began: a LogoutUser of user
 	// that began in the same millisecond or later ends the new session.
 	stamp, now := s.nextStamp()
@@ -57,9 +57,12 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string, 
 	if err != nil {
 		return 0, err
 	}
-	fields, err := reply[2].AsStrSlice() // the recent items, the cart and the values
+	fields, err := reply[2].AsStrSlice() // the recent items, the cart, the values and the label
 	if err != nil {
 		return 0, err
+	}
+	if label != "" {
+		fields = withLabel(fields, label)
 	}
 	l, _ := parseLogin(login)
 	cfield, _, _ := strings.Cut(login, " ")
@@ -126,4 +129,15 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string, 
 	calls = s.unindexEnded([]ended{e})
 	calls = append(calls, s.unindexDropped(newToken, dropped, newUser)...)
 	return driver.OK, s.send(ctx, calls)
+}
+
+// withLabel returns the field-value pairs fields with label as the label.
+func withLabel(fields []string, label string) []string {
+	out := make([]string, 0, len(fields)+2)
+	for i := 0; i+1 < len(fields); i += 2 {
+		if fields[i] != "label" {
+			out = append(out, fields[i], fields[i+1])
+		}
+	}
+	return append(out, "label", label)
 }

@@ -28,10 +28,14 @@ var startSession = sessionScript(startSrc)
 // and, unless that indexed the session already (on a single server), the
 // index writes in a second round trip and a check in a third (see
 // indexNew).
-func (s *store) StartSession(ctx context.Context, token, user string, lifetime time.Duration) (driver.Status, error) {
+func (s *store) StartSession(ctx context.Context, token, user string, lifetime time.Duration, label string) (driver.Status, error) {
 	stamp, now := s.nextStamp()
 	login := loginValue(withLife(createdField(stamp, now), settings.Millis(lifetime)), now+s.idle, user)
-	st, dropped, err := s.start(ctx, token, user, seenValue(stamp, now), login, nil)
+	var fields []string
+	if label != "" {
+		fields = []string{"label", label}
+	}
+	st, dropped, err := s.start(ctx, token, user, seenValue(stamp, now), login, fields)
 	if err != nil || st != driver.OK {
 		return st, err
 	}

@@ -294,16 +294,17 @@ type sessionInfo struct {
 	user              string
 	created, lastSeen int64
 	life              int64 // its own lifetime in ms, or 0 for the Store's
+	label             string
 }
 
-// infoFrom parses a reply to HMGET key login seen; ok is false if there is
-// no session.
+// infoFrom parses a reply to HMGET key login seen label; ok is false if
+// there is no session.
 func infoFrom(r rueidis.RedisResult) (sessionInfo, bool, error) {
 	f, err := r.ToArray()
 	if err != nil {
 		return sessionInfo{}, false, err
 	}
-	if len(f) != 2 {
+	if len(f) != 3 {
 		return sessionInfo{}, false, errShortReply
 	}
 	v, ok, err := optString(f[0])
@@ -321,6 +322,9 @@ func infoFrom(r rueidis.RedisResult) (sessionInfo, bool, error) {
 	}
 	if _, last, parsed := parseSeen(sv); ok && parsed {
 		info.lastSeen = last
+	}
+	if info.label, _, err = optString(f[2]); err != nil {
+		return sessionInfo{}, false, err
 	}
 	return info, true, nil
 }

@@ -87,6 +87,14 @@ type Options struct {
 	// retail.StoreOptions). A page view then costs the server nothing for
 	// its view; a process that dies loses the views of its last window.
 	ViewFlush time.Duration
+
+	// MaxSessionsPerUser, if positive, is how many live sessions one user
+	// may hold: a login beyond it ends the user's least recently seen
+	// other sessions before it returns, reading their sessions as UserSessions does (see
+	// retail.StoreOptions.MaxSessionsPerUser for exactly which, and what
+	// holds when logins run at once). 0 is no limit; it must not be
+	// negative.
+	MaxSessionsPerUser int
 }
 
 // Store is a retail.Store on Redis through rueidis. Create one with New; it
@@ -157,6 +165,8 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 		return nil, &retail.InputError{Op: op, Arg: "RecentLimit", Reason: "negative"}
 	case opts.TTLSlack < 0:
 		return nil, &retail.InputError{Op: op, Arg: "TTLSlack", Reason: "negative"}
+	case opts.MaxSessionsPerUser < 0:
+		return nil, &retail.InputError{Op: op, Arg: "MaxSessionsPerUser", Reason: "negative"}
 	}
 	times, err := settings.ResolveSessions(op, opts.IdleTimeout, opts.Lifetime, opts.TouchEvery)
 	if err != nil {
@@ -196,7 +206,9 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 		d.batches.update = newBatcher(d, updateToken)
 		d.batches.cart = newBatcher(d, cartWrite)
 	}
-	return &Store{Store: retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: opts.ViewFlush, Lifetime: time.Duration(d.life) * time.Millisecond}), d: d}, nil
+	return &Store{Store: retail.NewStoreWith(d, retail.StoreOptions{
+		ViewFlush: opts.ViewFlush, Lifetime: time.Duration(d.life) * time.Millisecond, MaxSessionsPerUser: opts.MaxSessionsPerUser,
+	}), d: d}, nil
 }
 
 // Close implements driver.Store. It releases nothing: the caller owns the

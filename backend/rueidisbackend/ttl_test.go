@@ -182,7 +182,7 @@ func TestSessionKeys_TTLsNeverEndALiveSession(t *testing.T) {
 func TestSessionKeys_TTLsFollowOwnLifetime(t *testing.T) {
 	const own = 2 * time.Hour
 	r := newTTLRig(t)
-	if created, err := r.s.StartSessionFor(bg, "remembered", "bob", own); !created || err != nil {
+	if created, err := r.s.StartSessionFor(bg, "remembered", "bob", retail.SessionOptions{Lifetime: own}); !created || err != nil {
 		t.Fatalf("StartSessionFor = %v, %v", created, err)
 	}
 	created := r.clock.Now()

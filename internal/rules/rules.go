@@ -6,6 +6,7 @@ package rules
 
 import (
 	"strconv"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -14,6 +15,7 @@ const (
 	MaxIDLen      = 256
 	MaxUserLen    = 1024
 	MaxPageKeyLen = 2048
+	MaxLabelLen   = 64
 )
 
 // ID returns why s is not a valid token, item or row id, or "" if it is:
@@ -57,4 +59,21 @@ func hasControl(s string) bool {
 		}
 	}
 	return false
+}
+
+// Label returns why s is not a valid session label, or "" if it is:
+// 0..MaxLabelLen bytes of valid, printable UTF-8 (spaces included).
+func Label(s string) string {
+	switch {
+	case len(s) > MaxLabelLen:
+		return "longer than " + strconv.Itoa(MaxLabelLen) + " bytes"
+	case !utf8.ValidString(s):
+		return "not valid UTF-8"
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return "contains a character that is not printable"
+		}
+	}
+	return ""
 }

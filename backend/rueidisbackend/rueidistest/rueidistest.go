@@ -74,6 +74,8 @@ func Factory(opt rueidis.ClientOption) conformance.Factory {
 			IdleTimeout: cfg.IdleTimeout,
 			Lifetime:    cfg.Lifetime,
 			TouchEvery:  cfg.TouchEvery,
+
+			MaxSessionsPerUser: cfg.MaxSessionsPerUser,
 		})
 		if err != nil {
 			tb.Fatalf("rueidistest: rueidisbackend.New() = %v", err)

@@ -120,6 +120,9 @@ func newShop(store retail.Store, cat catalog, opts shopOptions) (http.Handler, e
 	mux.HandleFunc("GET /login", s.loginForm)
 	mux.HandleFunc("POST /login", s.login)
 	mux.HandleFunc("POST /logout", s.logout)
+	mux.HandleFunc("GET /devices", s.devices)
+	mux.HandleFunc("POST /devices/end", s.endDevice)
+	mux.HandleFunc("POST /devices/end-others", s.endOtherDevices)
 	mux.HandleFunc("GET /checkout", s.checkout)
 	mux.HandleFunc("POST /checkout", s.placeOrder)
 	mux.HandleFunc("GET /favicon.ico", favicon)
@@ -518,6 +521,7 @@ func (s *shop) login(w http.ResponseWriter, r *http.Request) {
 	if r.PostFormValue("remember") != "" {
 		login = retailhttp.LoginOptions{Lifetime: s.remember}
 	}
+	login.Label = deviceLabel(r.UserAgent())
 	if _, err := s.sessions.LoginWith(r.Context(), w, user, login); err != nil {
 		s.fail(w, r, err)
 		return
