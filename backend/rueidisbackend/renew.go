@@ -80,14 +80,19 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string, 
 	// The new session joins its user's index before the old one is
 	// deleted, so that a LogoutUser running between the steps, which may
 	// no longer find the old one, finds the new one.
+	// In a cluster the session index is written too, and the new session
+	// checked after (see indexNew), so that a Logout of the new token
+	// landing first leaves no stray entry.
 	var indexing []call
-	if s.cluster {
-		indexing = append(indexing, s.indexCall(newToken, stamp))
-	}
 	if newUser != "" {
 		indexing = append(indexing, s.addUserCall(newUser, newToken, cstamp))
 	}
-	if err := s.send(ctx, indexing); err != nil {
+	if s.cluster {
+		err = s.indexNew(ctx, newToken, stamp, indexing)
+	} else {
+		err = s.send(ctx, indexing)
+	}
+	if err != nil {
 		return 0, err
 	}
 
