@@ -84,13 +84,6 @@ type flight struct {
 	cancel  context.CancelFunc
 }
 
-// common is the value of a call's KEYS[pos] or ARGV[pos] (as a script body
-// names them) that every call of a Store passes.
-type common struct {
-	pos int
-	val string
-}
-
 // do runs c, in a batch with whatever other calls are waiting, and
 // returns its answer. Batches are sent by goroutines of
 // their own, so that a caller can leave while its call is queued or on its

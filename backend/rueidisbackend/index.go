@@ -5,7 +5,7 @@ import (
 )
 
 // The session index ({sessions}:seen, token -> stamp) and the user indexes
-// (user:{USER}, token -> created) live on slots of their own. On a single
+// (user:{USER}, token -> created stamp) live on slots of their own. On a single
 // server the session scripts write the session index themselves, in the
 // same atomic step as the session; in a cluster they cannot, so the calls
 // below follow or accompany them. Each is written so that, whatever order

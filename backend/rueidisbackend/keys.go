@@ -34,7 +34,7 @@ func (k keys) session(token string) string { return k.prefix + "session:{" + tag
 // that cleaning reads, shared by every session on a slot of its own.
 func (k keys) index() string { return k.indexKey }
 
-// user is the sorted set token -> created (Unix ms) of the sessions logged
+// user is the sorted set token -> created stamp of the sessions logged
 // in as user, on a slot of its own.
 func (k keys) user(user string) string { return k.prefix + "user:{" + tag(user) + "}" }
 

@@ -30,7 +30,7 @@ var readSession = sessionScript(readSrc)
 // crash, an error, a context that ends), RenewSession returns an error and
 // the caller hands the new token to nobody: the old session is unchanged and
 // still works, and the new one, which no user index lists, expires by the
-// idle timeout and is removed by cleaning or its keys' TTLs. If the old
+// idle timeout and is removed by cleaning or its key's TTL. If the old
 // session is gone when step 2 runs (a concurrent Logout or RenewSession of
 // the same token), the new one is deleted again and RenewSession reports
 // NoSession. A write to the old token that lands between the copy and the
@@ -43,7 +43,7 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string, 
 		return driver.NoSession, err
 	}
 	oldKey := s.k.session(token)
-	reply, err := s.do(ctx, s.scriptCall(readSession, []string{oldKey}, s.sessionArgs(s.nowMs())))[0].ToArray()
+	reply, err := s.do(ctx, s.scriptCall(readSession, []string{oldKey}, s.sessionArgs(now)))[0].ToArray()
 	if err != nil {
 		return 0, err
 	}
@@ -73,27 +73,24 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string, 
 		newUser, cstamp, cfield = user, formatStamp(stamp), withLife(createdField(stamp, now), settings.Millis(lifetime))
 	}
 	newLogin := loginValue(cfield, now+s.idle, newUser)
-	st, dropped, err := s.start(ctx, newToken, "", seenValue(stamp, now), newLogin, fields)
+	// The new session joins its user's index before the old one is
+	// deleted, so that a LogoutUser running between the steps, which may
+	// no longer find the old one, finds the new one: on a single server in
+	// start.lua's step; in a cluster after it, with the session index, and
+	// the new session checked after (see indexNew), so that a Logout of the
+	// new token landing first leaves no stray entry.
+	st, dropped, err := s.start(ctx, newToken, newUser, seenValue(stamp, now), newLogin, fields)
 	if err != nil || st != driver.OK {
 		return st, err
 	}
-	// The new session joins its user's index before the old one is
-	// deleted, so that a LogoutUser running between the steps, which may
-	// no longer find the old one, finds the new one.
-	// In a cluster the session index is written too, and the new session
-	// checked after (see indexNew), so that a Logout of the new token
-	// landing first leaves no stray entry.
-	var indexing []call
-	if newUser != "" {
-		indexing = append(indexing, s.addUserCall(newUser, newToken, cstamp))
-	}
 	if s.cluster {
-		err = s.indexNew(ctx, newToken, stamp, indexing)
-	} else {
-		err = s.send(ctx, indexing)
-	}
-	if err != nil {
-		return 0, err
+		var indexing []call
+		if newUser != "" {
+			indexing = append(indexing, s.addUserCall(newUser, newToken, cstamp))
+		}
+		if err := s.indexNew(ctx, newToken, stamp, indexing); err != nil {
+			return 0, err
+		}
 	}
 
 	// Step 2: delete the old session.

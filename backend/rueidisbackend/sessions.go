@@ -200,17 +200,12 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 		c.keys = append(c.keys, s.k.user(user))
 	}
 	msg, err := s.runBatched(ctx, s.batches.update, updateToken, c)
+	reply, err := arrayOf(msg, err, 6)
 	if err != nil {
-		return err
-	}
-	reply, err := msg.ToArray()
-	if err != nil {
+		// The script may have run all the same (a call that gave up
+		// waiting, say): until the cache has heard, read the server.
 		s.sessionWritten(key, false)
 		return err
-	}
-	if len(reply) != 6 {
-		s.sessionWritten(key, false)
-		return errShortReply
 	}
 	s.sessionHolds(key, reply[1:3], true)
 	fresh, err := reply[0].AsInt64()

@@ -1,5 +1,5 @@
 -- setvalue.lua: SetValue. Stores a value while the session is live,
--- refusing a new key in a session of ARGV[9] values (FULL).
+-- refusing a new key in a session of ARGV[8] values (FULL).
 --
 -- KEYS: the session.
 -- ARGV: the settings (see session.lua), the key, the value, the most values.

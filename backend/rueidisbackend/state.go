@@ -1,6 +1,7 @@
 package rueidisbackend
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"fmt"
@@ -204,7 +205,7 @@ func (s *store) cachedSession(ctx context.Context, key string) (l login, recent 
 	}
 	f, err := msg.ToArray()
 	if err != nil || len(f) != 2 {
-		return login{}, "", false, cmpErr(err, errShortReply)
+		return login{}, "", false, cmp.Or(err, errShortReply)
 	}
 	v, ok, err := optString(f[0])
 	if !ok || err != nil {
@@ -329,6 +330,18 @@ func infoFrom(r rueidis.RedisResult) (sessionInfo, bool, error) {
 	return info, true, nil
 }
 
+// arrayOf reads a script's answer that is an array of n elements.
+func arrayOf(msg rueidis.RedisMessage, err error, n int) ([]rueidis.RedisMessage, error) {
+	if err != nil {
+		return nil, err
+	}
+	a, err := msg.ToArray()
+	if err == nil && len(a) != n {
+		err = errShortReply
+	}
+	return a, err
+}
+
 // status reads the driver.Status a session script answers with first.
 func status(reply []rueidis.RedisMessage) (driver.Status, error) {
 	if len(reply) == 0 {
@@ -355,12 +368,4 @@ func (s *store) live(now, created, life, lastSeen int64) bool {
 		life = s.life
 	}
 	return now < lastSeen+s.idle && now < created+life
-}
-
-// cmpErr returns err, or else fallback.
-func cmpErr(err, fallback error) error {
-	if err != nil {
-		return err
-	}
-	return fallback
 }

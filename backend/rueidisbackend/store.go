@@ -60,7 +60,7 @@ type Options struct {
 	CacheTTL time.Duration
 
 	// TTLSlack is how much longer, at least, Redis keeps a key with a TTL
-	// (a cached page, every key of a session) than the Store's clock says
+	// (a cached page, a session) than the Store's clock says
 	// the entry lives; DefaultTTLSlack if zero. It must not be negative. The
 	// Store's clock alone decides when an entry ends: the Redis TTL is a
 	// memory safety net only, so that keys nobody reads again are freed.
@@ -285,15 +285,6 @@ func (s *store) cachedString(ctx context.Context, key string) (v string, ok bool
 // wrote key and the cache may not have heard yet (see ownWrites).
 func (s *store) cachedGet(ctx context.Context, key string) (rueidis.RedisMessage, error) {
 	return s.cachedRead(ctx, key, s.c.B().Get().Key(key).Cache(), func() rueidis.Completed { return s.c.B().Get().Key(key).Build() })
-}
-
-// cachedHash reads the hash key (HGETALL) as cachedGet reads a string.
-func (s *store) cachedHash(ctx context.Context, key string) (map[string]string, error) {
-	msg, err := s.cachedRead(ctx, key, s.c.B().Hgetall().Key(key).Cache(), func() rueidis.Completed { return s.c.B().Hgetall().Key(key).Build() })
-	if err != nil {
-		return nil, err
-	}
-	return msg.AsStrMap()
 }
 
 // cachedRead sends cached, a read of key, through the client-side cache,
