@@ -27,7 +27,7 @@ func (r *rememberRig) labels(user string) []string {
 
 func TestLoginWith_LabelNamesTheSession(t *testing.T) {
 	r := newRememberRig(t)
-	// A guest's session, renewed by the login, takes the label.
+	// A login without a session starts one with the label.
 	r.opts = retailhttp.LoginOptions{Label: "Firefox on Linux"}
 	c := r.do("/login?user=alice", nil)
 	if got := r.labels("alice"); len(got) != 1 || got[0] != "Firefox on Linux" {
@@ -36,9 +36,16 @@ func TestLoginWith_LabelNamesTheSession(t *testing.T) {
 	// Renew keeps it; a login without one keeps it too.
 	c = r.do("/renew", c)
 	r.opts = retailhttp.LoginOptions{Lifetime: day}
-	r.do("/login?user=alice", c)
+	c = r.do("/login?user=alice", c)
 	if got := r.labels("alice"); len(got) != 1 || got[0] != "Firefox on Linux" {
 		t.Errorf("labels after Renew and a login without a label = %q, want [Firefox on Linux]", got)
+	}
+	// A login with a label, renewing the session it came with, gives it
+	// the new one.
+	r.opts = retailhttp.LoginOptions{Label: "Chrome on Android"}
+	r.do("/login?user=alice", c)
+	if got := r.labels("alice"); len(got) != 1 || got[0] != "Chrome on Android" {
+		t.Errorf("labels after a login with another label = %q, want [Chrome on Android]", got)
 	}
 }
 
