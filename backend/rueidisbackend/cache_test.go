@@ -178,6 +178,66 @@ func TestCache_HitsAfterFirstRead(t *testing.T) {
 	})
 }
 
+// TestCache_CartAndValueReadTheSessionOnce counts the client-side cache
+// lookups of an unchanged cart or value read: one of the session's hash,
+// which holds the login beside the cart and the values, and one of the
+// user's logout-everywhere instant; a guest's, only the first.
+func TestCache_CartAndValueReadTheSessionOnce(t *testing.T) {
+	forEachCachingTarget(t, func(t *testing.T, tg target) {
+		s, _, _ := newStore(t, tg, retail.SystemClock{})
+		for _, tc := range []struct{ token, user string }{{"cart-user", "alice"}, {"cart-guest", ""}} {
+			if _, err := s.StartSession(bg, tc.token, tc.user); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.AddToCart(bg, tc.token, "itemA", 2); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SetValue(bg, tc.token, "k", []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+			want := uint64(2)
+			if tc.user == "" {
+				want = 1
+			}
+			for name, read := range map[string]func() error{
+				"Cart": func() error {
+					cart, err := s.Cart(bg, tc.token)
+					if err == nil && cart["itemA"] != 2 {
+						err = fmt.Errorf("cart = %v, want itemA: 2", cart)
+					}
+					return err
+				},
+				"Value": func() error {
+					v, ok, err := s.Value(bg, tc.token, "k")
+					if err == nil && (!ok || string(v) != "v") {
+						err = fmt.Errorf("value = %q, %v; want v", v, ok)
+					}
+					return err
+				},
+			} {
+				// Read until the cache has heard of the writes: at most a
+				// few reads go to the server meanwhile (see ownWrites).
+				var lookups uint64
+				for range 100 {
+					before := s.Stats()
+					if err := read(); err != nil {
+						t.Fatalf("%s of %s: %v", name, tc.token, err)
+					}
+					after := s.Stats()
+					misses := after.ClientCacheMisses - before.ClientCacheMisses
+					if lookups = after.ClientCacheHits - before.ClientCacheHits + misses; misses == 0 {
+						break
+					}
+					time.Sleep(time.Millisecond)
+				}
+				if lookups != want {
+					t.Errorf("%s of %s (user %q) made %d cache lookups, want %d", name, tc.token, tc.user, lookups, want)
+				}
+			}
+		}
+	})
+}
+
 // TestCache_CheckTokenStaysCachedWhileRefreshed refreshes a session every
 // minute of the Store's clock for three hours, reading CheckToken ten
 // times after each refresh. A refresh rewrites the cached login only once

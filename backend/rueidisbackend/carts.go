@@ -72,12 +72,8 @@ func (s *store) IncrementCart(ctx context.Context, token, item string, n int) (i
 // Cart implements driver.Store: the session's cart lines, read through the
 // client-side cache.
 func (s *store) Cart(ctx context.Context, token string) (map[string]int, error) {
-	key := s.k.session(token)
-	if _, _, live, err := s.liveSession(ctx, token, key); !live || err != nil {
-		return nil, err
-	}
-	fields, err := s.cachedFields(ctx, key)
-	if err != nil {
+	fields, err := s.liveFields(ctx, token, s.k.session(token))
+	if fields == nil || err != nil {
 		return nil, err
 	}
 	cart := map[string]int{}

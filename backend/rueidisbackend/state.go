@@ -258,36 +258,64 @@ func (s *store) sessionHolds(key string, view []rueidis.RedisMessage, wrote bool
 }
 
 // liveSession reports whether token's session, in key, is live, and
-// returns its login and recent items, read through the client-side cache:
-// before the login's coarse deadline the session is surely live (within
-// its lifetime), and only past it is the exact last-seen time read from
-// the server. A session its user logged out of everywhere is not live, and
-// goes (see revokedLogin).
+// returns its login and recent items, read through the client-side cache
+// (see stillLive).
 func (s *store) liveSession(ctx context.Context, token, key string) (l login, recent string, live bool, err error) {
 	l, recent, found, err := s.cachedSession(ctx, key)
 	if !found || err != nil {
 		return login{}, "", false, err
 	}
+	if live, err := s.stillLive(ctx, token, key, l); !live || err != nil {
+		return login{}, "", false, err
+	}
+	return l, recent, true, nil
+}
+
+// liveFields returns all of token's session hash, in key, read through the
+// client-side cache, or nil if the session is not live (see stillLive):
+// one cached read for the cart and the values, which the hash holds beside
+// the login.
+func (s *store) liveFields(ctx context.Context, token, key string) (map[string]string, error) {
+	fields, err := s.cachedFields(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	l, found := parseLogin(fields["login"])
+	if !found {
+		return nil, nil
+	}
+	if live, err := s.stillLive(ctx, token, key, l); !live || err != nil {
+		return nil, err
+	}
+	return fields, nil
+}
+
+// stillLive reports whether the session in key, whose login l was read
+// through the client-side cache, is live: before the login's coarse
+// deadline the session is surely live (within its lifetime), and only past
+// it is the exact last-seen time read from the server. A session its user
+// logged out of everywhere is not live, and goes (see revokedLogin).
+func (s *store) stillLive(ctx context.Context, token, key string, l login) (bool, error) {
 	now := s.nowMs()
 	if now >= l.created+s.lifeOf(l) {
-		return login{}, "", false, nil
+		return false, nil
 	}
 	if now >= l.deadline {
 		seen, err := s.c.Do(ctx, s.c.B().Hget().Key(key).Field("seen").Build()).ToString()
 		if rueidis.IsRedisNil(err) {
-			return login{}, "", false, nil
+			return false, nil
 		}
 		if err != nil {
-			return login{}, "", false, err
+			return false, err
 		}
 		if _, last, ok := parseSeen(seen); !ok || !s.live(now, l.created, s.lifeOf(l), last) {
-			return login{}, "", false, nil
+			return false, nil
 		}
 	}
 	if out, err := s.revokedLogin(ctx, token, l.user, l.created); out || err != nil {
-		return login{}, "", false, err
+		return false, err
 	}
-	return l, recent, true, nil
+	return true, nil
 }
 
 // sessionInfo is a session's state as its login and seen fields hold it.

@@ -58,12 +58,8 @@ func (s *store) Value(ctx context.Context, token, key string) ([]byte, bool, err
 // cachedValue reads the value under key of token's live session through
 // the client-side cache.
 func (s *store) cachedValue(ctx context.Context, token, key string) (string, bool, error) {
-	k := s.k.session(token)
-	if _, _, live, err := s.liveSession(ctx, token, k); !live || err != nil {
-		return "", false, err
-	}
-	fields, err := s.cachedFields(ctx, k)
-	if err != nil {
+	fields, err := s.liveFields(ctx, token, s.k.session(token))
+	if fields == nil || err != nil {
 		return "", false, err
 	}
 	v, ok := fields["value:"+key]
