@@ -91,12 +91,7 @@ func BenchmarkScriptInstructions(b *testing.B) {
 		b    *batcher
 		call func(i int) batchCall
 	}{
-		{"UpdateToken", s.batches.update, func(i int) batchCall {
-			stamp, now := s.nextStamp()
-			c := s.sessionCall(now, s.k.session(token(i)), token(i), seenValue(stamp, now), user(i), item(), "")
-			c.keys = append(c.keys, s.k.user(user(i)))
-			return c
-		}},
+		{"UpdateToken", s.batches.update, func(i int) batchCall { return s.updateCall(token(i), user(i), item(), "") }},
 		{"RefreshSession", s.batches.refresh, func(i int) batchCall {
 			stamp, now := s.nextStamp()
 			return s.sessionCall(now, s.k.session(token(i)), token(i), seenValue(stamp, now), item())

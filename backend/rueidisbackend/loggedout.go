@@ -60,8 +60,8 @@ func (s *store) revoked(ctx context.Context, user string, created int64) (bool, 
 }
 
 // loggedOutArg is the instant of user's last LogoutUser, in Unix ms, as a
-// script takes it, read through the client-side cache: "" if there was
-// none (or user is "").
+// script takes it in a cluster, read through the client-side cache: "" if
+// there was none (or user is "").
 func (s *store) loggedOutArg(ctx context.Context, user string) (string, error) {
 	if user == "" {
 		return "", nil
@@ -74,8 +74,9 @@ func (s *store) loggedOutArg(ctx context.Context, user string) (string, error) {
 // everywhere after it was logged in (see revoked), reading its login
 // through the client-side cache. Every call treats such a session as
 // absent, and removes it (see revokedLogin): the reads and RenewSession
-// ask before they act; UpdateToken passes the instant to its script, which
-// replaces such a session; the cart and value writes ask after their
+// ask before they act; UpdateToken's script, which reads the instant on a
+// single server and is passed it in a cluster, replaces such a session;
+// the cart and value writes ask after their
 // script, which answers the session's user and login, and then report
 // that there was no session.
 func (s *store) revokedToken(ctx context.Context, token string) (bool, error) {

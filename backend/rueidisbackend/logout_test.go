@@ -155,7 +155,7 @@ func TestLogoutUser_EndsSessionsItsIndexLost(t *testing.T) {
 		clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
 		s, c, prefix := newStore(t, tg, clock)
 		tokens := []string{"lost-1", "lost-2", "kept-3", "kept-4"}
-		for _, token := range tokens {
+		for _, token := range append(tokens, "lost-5") {
 			if _, err := s.StartSession(bg, token, "alice"); err != nil {
 				t.Fatal(err)
 			}
@@ -164,7 +164,7 @@ func TestLogoutUser_EndsSessionsItsIndexLost(t *testing.T) {
 			}
 		}
 		index := prefix + "user:{alice}"
-		if err := c.Do(bg, c.B().Zrem().Key(index).Member(retail.SessionID("lost-1"), retail.SessionID("lost-2")).Build()).Error(); err != nil {
+		if err := c.Do(bg, c.B().Zrem().Key(index).Member(retail.SessionID("lost-1"), retail.SessionID("lost-2"), retail.SessionID("lost-5")).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(time.Millisecond)
@@ -188,6 +188,25 @@ func TestLogoutUser_EndsSessionsItsIndexLost(t *testing.T) {
 		}
 		if infos, err := s.UserSessions(bg, "alice"); len(infos) != 0 || err != nil {
 			t.Errorf(`UserSessions("alice") after LogoutUser = %+v, %v, want none`, infos, err)
+		}
+		// UpdateToken of a session it missed, untouched since, in a later
+		// millisecond, starts a new session: live, with an empty cart and
+		// only the new view.
+		clock.Advance(time.Millisecond)
+		if err := s.UpdateToken(bg, "lost-5", "alice", "item-c"); err != nil {
+			t.Fatal(err)
+		}
+		if user, ok, err := s.CheckToken(bg, "lost-5"); user != "alice" || !ok || err != nil {
+			t.Errorf(`CheckToken("lost-5") after UpdateToken = %q, %v, %v, want "alice", true, nil`, user, ok, err)
+		}
+		if cart, err := s.Cart(bg, "lost-5"); len(cart) != 0 || err != nil {
+			t.Errorf(`Cart("lost-5") after UpdateToken = %v, %v, want empty`, cart, err)
+		}
+		if recent, err := s.RecentItems(bg, "lost-5"); !slices.Equal(recent, []string{"item-c"}) || err != nil {
+			t.Errorf(`RecentItems("lost-5") after UpdateToken = %v, %v, want [item-c]`, recent, err)
+		}
+		if err := s.Logout(bg, "lost-5"); err != nil {
+			t.Fatal(err)
 		}
 		// A login in a later millisecond is not ended.
 		clock.Advance(time.Millisecond)

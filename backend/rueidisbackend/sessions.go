@@ -188,18 +188,18 @@ var updateToken = sessionScript(updateSrc)
 func (s *store) UpdateToken(ctx context.Context, token, user, item string) error {
 	// A session of user logged in before user's last LogoutUser is
 	// absent: the script replaces it by a new one, as an expired one. (A
-	// session of another user, this call logs in again.)
-	out, err := s.loggedOutArg(ctx, user)
-	if err != nil {
-		return err
+	// session of another user, this call logs in again.) On a single
+	// server the script reads the instant itself; a cluster keeps it on
+	// the user's slot, so it is read here, through the client-side cache.
+	out := ""
+	if s.cluster {
+		var err error
+		if out, err = s.loggedOutArg(ctx, user); err != nil {
+			return err
+		}
 	}
-	stamp, now := s.nextStamp()
 	key := s.k.session(token)
-	c := s.sessionCall(now, key, token, seenValue(stamp, now), user, item, out)
-	if !s.cluster {
-		c.keys = append(c.keys, s.k.user(user))
-	}
-	msg, err := s.runBatched(ctx, s.batches.update, updateToken, c)
+	msg, err := s.runBatched(ctx, s.batches.update, updateToken, s.updateCall(token, user, item, out))
 	reply, err := arrayOf(msg, err, 6)
 	if err != nil {
 		// The script may have run all the same (a call that gave up
@@ -251,6 +251,18 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 		}
 	}
 	return nil
+}
+
+// updateCall is UpdateToken's call of update.lua for token's session,
+// with the instant of user's last LogoutUser read in a cluster (see
+// UpdateToken).
+func (s *store) updateCall(token, user, item, loggedOut string) batchCall {
+	stamp, now := s.nextStamp()
+	c := s.sessionCall(now, s.k.session(token), token, seenValue(stamp, now), user, item, loggedOut)
+	if !s.cluster {
+		c.keys = append(c.keys, s.k.user(user), s.k.loggedOut(user))
+	}
+	return c
 }
 
 // indexNew writes, in a cluster, the index entry of token's session, just

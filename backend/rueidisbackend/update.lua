@@ -9,12 +9,14 @@
 -- changes user.
 --
 -- KEYS: the session index on a single server (ARGV[6] is then "1"); then,
--- per call, the session and, on a single server, its user's index.
+-- per call, the session and, on a single server, its user's index and the
+-- user's loggedout key.
 -- ARGV: the settings (see session.lua), "1" if KEYS[1] is the index, the
 -- recent limit; then, per call, the token, the seen value to write, the
--- user, the item ("" for none) and the Unix ms of the user's last
--- LogoutUser ("" if none): a session of the user logged in at or before it
--- is over, and replaced as an expired one is (see loggedout.go).
+-- user, the item ("" for none) and, in a cluster, the Unix ms of the
+-- user's last LogoutUser ("" if none; on a single server the script reads
+-- it from the loggedout key): a session of the user logged in at or before
+-- it is over, and replaced as an expired one is (see loggedout.go).
 -- Answers, per call: {fresh, login, recent, cstamp, replaced, stamp}:
 -- fresh is 1 if the session is new, else 0; login and recent what the
 -- session now holds (recent false if none); cstamp its created stamp;
@@ -63,9 +65,11 @@ local function update(key, users, token, seen, user, item, out)
   return {fresh, login or s.login, recent or (s and s.recent) or false, cstamp, replaced, stamp}
 end
 
-local first, per, out = index and 1 or 0, index and 2 or 1, {}
+local first, per, out = index and 1 or 0, index and 3 or 1, {}
 for j = 1, (#ARGV - 7) / 5 do
   local k, a = first + per * (j - 1), 7 + 5 * (j - 1)
-  out[j] = update(KEYS[k + 1], KEYS[k + 2], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5])
+  local user, loggedOut = ARGV[a + 3], ARGV[a + 5]
+  if index and user ~= '' then loggedOut = redis.call('GET', KEYS[k + 3]) or '' end
+  out[j] = update(KEYS[k + 1], KEYS[k + 2], ARGV[a + 1], ARGV[a + 2], user, ARGV[a + 4], loggedOut)
 end
 return out
