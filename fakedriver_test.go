@@ -18,6 +18,10 @@ import (
 type fakeDriver struct {
 	// err, if set, is what every method returns, Close included.
 	err error
+	// failOn, if set, is what the calls it names return instead of err:
+	// by the call as recorded (`Logout(id("u"))`) or by its method
+	// ("Logout"). Set it before the calls it is for.
+	failOn map[string]error
 	// status is what the writes that depend on a session's state report.
 	status driver.Status
 	// What the lookups return.
@@ -56,9 +60,16 @@ func (d *fakeDriver) record(op string, args ...any) error {
 	for i, a := range args {
 		shown[i] = arg(a)
 	}
+	call := op + "(" + strings.Join(shown, ", ") + ")"
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.calls = append(d.calls, op+"("+strings.Join(shown, ", ")+")")
+	d.calls = append(d.calls, call)
+	if err, ok := d.failOn[call]; ok {
+		return err
+	}
+	if err, ok := d.failOn[op]; ok {
+		return err
+	}
 	return d.err
 }
 
@@ -71,7 +82,7 @@ type sid string
 // tokenOf maps the IDs of the tests' tokens back to the tokens.
 var tokenOf = func() map[string]string {
 	m := map[string]string{}
-	for _, t := range []string{secretToken, "new-0b7e", "t", "u", "\xff", strings.Repeat("i", retail.MaxIDLen), strings.Repeat("i", retail.MaxIDLen-1) + "j"} {
+	for _, t := range []string{secretToken, "new-0b7e", "t", "u", "v", "w", "\xff", strings.Repeat("i", retail.MaxIDLen), strings.Repeat("i", retail.MaxIDLen-1) + "j"} {
 		m[retail.SessionID(t)] = t
 	}
 	return m

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/retailkit/retail"
@@ -79,28 +80,34 @@ func TestPageCache_AsksTheStoreForAnItemOutsideASnapshotNotFull(t *testing.T) {
 	}
 }
 
-// The snapshot is read again once it is RankEvery old.
+// The snapshot is read again once it is RankEvery old: the decision that
+// finds it so still uses it, and starts the read in the background. The
+// test runs in a bubble, whose fake clock the snapshots read, so that
+// synctest.Wait tells when the background read is done.
 func TestPageCache_ReadsTheRanksAgainEveryRankEvery(t *testing.T) {
-	ms, _ := newStore(t)
-	s := &rankCountingStore{Store: ms}
-	viewTimes(t, s, "a", 3)
-	viewTimes(t, s, "b", 2)
-	c := newPageCache(t, s, retail.PageCacheOptions{MaxRank: 1, RankEvery: time.Millisecond})
-	wantCanCache(t, c, "b", false)
-	viewTimes(t, s, "b", 5)
-	deadline := time.Now().Add(10 * time.Second) // a hang, not a slow machine
-	for {
-		ok, err := c.CanCache(t.Context(), mustParse(t, "http://test.com/item?item=b"))
-		if err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		ms, _ := newStore(t)
+		s := &rankCountingStore{Store: ms}
+		viewTimes(t, s, "a", 3)
+		viewTimes(t, s, "b", 2)
+		c := newPageCache(t, s, retail.PageCacheOptions{MaxRank: 1, RankEvery: time.Minute})
+		wantCanCache(t, c, "b", false)
+		viewTimes(t, s, "b", 5)
+
+		time.Sleep(time.Minute - time.Nanosecond)
+		wantCanCache(t, c, "b", false)
+		synctest.Wait()
+		if n := s.topItems.Load(); n != 1 {
+			t.Errorf("%d TopItems calls before the snapshot is RankEvery old, want 1", n)
 		}
-		if ok {
-			break
+
+		time.Sleep(time.Nanosecond)
+		wantCanCache(t, c, "b", false) // the old snapshot, which starts a read
+		synctest.Wait()
+		wantCanCache(t, c, "b", true)
+		wantCanCache(t, c, "a", false)
+		if n := s.topItems.Load(); n != 2 {
+			t.Errorf("%d TopItems calls once the snapshot was RankEvery old, want 2", n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("b, now the most viewed, is still not cacheable 10 s later (%d TopItems calls)", s.topItems.Load())
-		}
-		time.Sleep(time.Millisecond)
-	}
-	wantCanCache(t, c, "a", false) // eventually the same snapshot
+	})
 }

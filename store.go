@@ -48,16 +48,18 @@ type StoreOptions struct {
 	// or RenewSessionFor with a user) that leaves more ends the least
 	// recently seen of the others before it returns: those whose LastSeen,
 	// as UserSessions reports it, is oldest, ties broken by the older
-	// Created. (A backend that writes a visit only every TouchEvery
-	// reports a LastSeen up to TouchEvery early, so among sessions seen
-	// within TouchEvery of each other the choice is approximate.) The
-	// login's own session is never the one its login ends, but a login
-	// running at the same time may end it, as it may any other. However
-	// logins interleave, once they have returned the user has at most
-	// MaxSessionsPerUser live sessions: each login reads the user's
-	// sessions after its own is listed, so the last of them to read sees
-	// every one. UpdateToken, the book's, is not a login here: it does
-	// not enforce the limit.
+	// Created, then by the greater ID. (A backend that writes a visit only
+	// every TouchEvery reports a LastSeen up to TouchEvery early, so among
+	// sessions seen within TouchEvery of each other the choice is
+	// approximate.) The login's own session is never the one its login
+	// ends, but a login running at the same time may end it, as it may any
+	// other. However logins interleave, once they have returned the user
+	// has at most MaxSessionsPerUser live sessions: each login reads the
+	// user's sessions after its own is listed, so the last of them to read
+	// sees every one. If enforcing the limit fails, the login returns the
+	// driver's error and ends its own session, so that the limit holds
+	// unless that fails too. UpdateToken, the book's, is not a login here:
+	// it does not enforce the limit.
 	MaxSessionsPerUser int
 }
 

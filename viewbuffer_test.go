@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -53,23 +54,28 @@ func TestStore_AddsUpViewsUntilTheyAreRead(t *testing.T) {
 	}
 }
 
+// A Store sends a view once the window that it opened ends. The test runs
+// in a bubble, so that the window's timer is on the bubble's fake clock
+// and synctest.Wait tells when it has run.
 func TestStore_SendsViewsWithinTheWindow(t *testing.T) {
-	d := &fakeDriver{}
-	s := retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: 5 * time.Millisecond})
-	defer s.Close()
-	if err := s.CountView(t.Context(), "a"); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second) // a hang, not a slow machine
-	for len(d.recorded()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the view was not sent within 10 s of a 5 ms window")
+	synctest.Test(t, func(t *testing.T) {
+		d := &fakeDriver{}
+		s := retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: 5 * time.Millisecond})
+		defer s.Close()
+		if err := s.CountView(t.Context(), "a"); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(time.Millisecond)
-	}
-	if diff := cmp.Diff([]string{`CountViews("a"×1)`}, d.recorded()); diff != "" {
-		t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
-	}
+		time.Sleep(5*time.Millisecond - time.Nanosecond)
+		synctest.Wait()
+		if got := d.recorded(); len(got) != 0 {
+			t.Errorf("calls before the window ended: %q, want none", got)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if diff := cmp.Diff([]string{`CountViews("a"×1)`}, d.recorded()); diff != "" {
+			t.Errorf("calls reaching the driver once the window ended (-want +got):\n%s", diff)
+		}
+	})
 }
 
 func TestStore_CloseSendsTheViewsLeft(t *testing.T) {

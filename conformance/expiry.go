@@ -71,23 +71,6 @@ func (h *harness) wantLive(token, user string) {
 	}
 }
 
-// touchStep is how long after a session's last write a refresh is written
-// again: TouchEvery, or a millisecond if every visit is written.
-func (h *harness) touchStep() time.Duration { return max(h.touch, time.Millisecond) }
-
-// keepVisiting moves the clock on and calls visit, a refresh that must be
-// written, every idle timeout less touchStep, while more than an idle
-// timeout is left before until. Each visit is then written and the session
-// stays live, and a visit at until-1ms is too: it comes between touchStep
-// and an idle timeout less 1 ms after the last one.
-func (h *harness) keepVisiting(until time.Time, visit func()) {
-	h.t.Helper()
-	for h.clock.Now().Add(h.idle).Before(until) {
-		h.clock.Advance(h.idle - h.touchStep())
-		visit()
-	}
-}
-
 func testExpiryIdle(h *harness) {
 	liveSession(h, "tok-1", "alice")
 	liveSession(h, "tok-2", "bob")
@@ -215,56 +198,40 @@ func testExpiryReadsDoNotExtend(h *harness) {
 	h.wantExpired("tok-1", "alice")
 }
 
-// keepRefreshing refreshes token as keepVisiting says, so that a refresh
-// at until-1ms finds it live and is written.
-func keepRefreshing(h *harness, token, user string, until time.Time) {
-	h.t.Helper()
-	h.keepVisiting(until, func() { h.wantRefresh(token, "", user) })
-}
-
 func testExpiryLifetime(h *harness) {
 	t0 := h.now()
 	liveSession(h, "tok-1", "alice")
-	end := t0.Add(h.lifetime)
-	keepRefreshing(h, "tok-1", "alice", end)
-	h.clock.Set(end.Add(-time.Millisecond))
-	h.wantRefresh("tok-1", "", "alice")
-	h.wantLive("tok-1", "alice")
-	h.clock.Set(end)
-	h.wantExpired("tok-1", "alice")
+	h.wantEndAt(t0.Add(h.lifetime), h.refreshing("tok-1", "alice"),
+		func() { h.wantLive("tok-1", "alice") },
+		func() { h.wantExpired("tok-1", "alice") })
 }
 
 func testExpiryLoginRestarts(h *harness) {
 	t0 := h.now()
 	h.start("tok-guest", "")
 	h.addToCart("tok-guest", "item-a", 1)
-	keepRefreshing(h, "tok-guest", "", t0.Add(h.lifetime-h.idle))
+	h.keepVisiting(t0.Add(h.lifetime-h.idle), h.refreshing("tok-guest", ""))
 	login := h.now()
 	h.renew("tok-guest", "tok-1", "alice")
 	// Well past the guest session's lifetime, the login's goes on.
-	keepRefreshing(h, "tok-1", "alice", login.Add(h.lifetime))
-	h.clock.Set(login.Add(h.lifetime - time.Millisecond))
-	h.wantRefresh("tok-1", "", "alice")
-	h.wantCart("tok-1", map[string]int{"item-a": 1})
-	h.wantUserSessions("alice", info("tok-1", "alice", login, h.now()))
-	h.clock.Set(login.Add(h.lifetime))
-	h.wantNoSession("tok-1")
-	h.wantNoRefresh("tok-1", "")
-	h.wantUserSessions("alice")
+	h.wantEndAt(login.Add(h.lifetime), h.refreshing("tok-1", "alice"), func() {
+		h.wantCart("tok-1", map[string]int{"item-a": 1})
+		h.wantUserSessions("alice", info("tok-1", "alice", login, h.now()))
+	}, func() {
+		h.wantNoSession("tok-1")
+		h.wantNoRefresh("tok-1", "")
+		h.wantUserSessions("alice")
+	})
 }
 
 func testExpiryRenewalKeeps(h *harness) {
 	t0 := h.now()
 	liveSession(h, "tok-1", "alice")
-	keepRefreshing(h, "tok-1", "alice", t0.Add(h.lifetime-h.idle))
+	h.keepVisiting(t0.Add(h.lifetime-h.idle), h.refreshing("tok-1", "alice"))
 	h.renew("tok-1", "tok-2", "")
-	end := t0.Add(h.lifetime)
-	keepRefreshing(h, "tok-2", "alice", end)
-	h.clock.Set(end.Add(-time.Millisecond))
-	h.wantRefresh("tok-2", "", "alice")
-	h.wantUserSessions("alice", info("tok-2", "alice", t0, h.now()))
-	h.clock.Set(end)
-	h.wantExpired("tok-2", "alice")
+	h.wantEndAt(t0.Add(h.lifetime), h.refreshing("tok-2", "alice"),
+		func() { h.wantUserSessions("alice", info("tok-2", "alice", t0, h.now())) },
+		func() { h.wantExpired("tok-2", "alice") })
 }
 
 func testExpiryUpdateTokenKeeps(h *harness) {
@@ -272,9 +239,8 @@ func testExpiryUpdateTokenKeeps(h *harness) {
 	h.update("tok-1", "alice", "item-a")
 	h.addToCart("tok-1", "item-a", 1)
 	end := t0.Add(h.lifetime)
-	h.keepVisiting(end, func() { h.update("tok-1", "alice", "") })
-	h.clock.Set(end)
-	h.wantNoSession("tok-1")
+	h.wantEndAt(end, func() { h.update("tok-1", "alice", "") }, nil,
+		func() { h.wantNoSession("tok-1") })
 	// UpdateToken then starts a new session, with a lifetime of its own.
 	h.update("tok-1", "bob", "item-b")
 	h.wantRecent("tok-1", "item-b")

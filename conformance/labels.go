@@ -114,10 +114,6 @@ func testLabelInvalid(h *harness) {
 func testLabelZeroLifetime(h *harness) {
 	t0 := h.now()
 	h.startLabeled("tok-1", "alice", "Edge on Windows")
-	end := t0.Add(h.lifetime)
-	keepRefreshing(h, "tok-1", "alice", end)
-	h.clock.Set(end.Add(-time.Millisecond))
-	h.wantRefresh("tok-1", "", "alice")
-	h.clock.Set(end)
-	h.wantNoSession("tok-1")
+	h.wantEndAt(t0.Add(h.lifetime), h.refreshing("tok-1", "alice"), nil,
+		func() { h.wantNoSession("tok-1") })
 }

@@ -61,96 +61,83 @@ func testLifetimeOwnEnds(h *harness) {
 	t0 := h.now()
 	liveSessionFor(h, "tok-1", "alice", h.ownLifetime())
 	liveSession(h, "tok-2", "bob")
-	end := t0.Add(h.keptLifetime())
-	h.keepVisiting(end, func() {
+	both := func() {
+		h.t.Helper()
 		h.wantRefresh("tok-1", "", "alice")
 		h.wantRefresh("tok-2", "", "bob")
+	}
+	h.wantEndAt(t0.Add(h.keptLifetime()), both, func() {
+		h.wantLive("tok-1", "alice")
+		h.wantUserSessions("alice", info("tok-1", "alice", t0, h.now()))
+	}, func() {
+		h.wantExpired("tok-1", "alice")
+		// A session without one of its own goes on to the Store's
+		// lifetime.
+		h.wantLive("tok-2", "bob")
 	})
-	h.clock.Set(end.Add(-time.Millisecond))
-	h.wantRefresh("tok-1", "", "alice")
-	h.wantRefresh("tok-2", "", "bob")
-	h.wantLive("tok-1", "alice")
-	h.wantUserSessions("alice", info("tok-1", "alice", t0, h.now()))
-	h.clock.Set(end)
-	h.wantExpired("tok-1", "alice")
-	// A session without one of its own goes on to the Store's lifetime.
-	h.wantLive("tok-2", "bob")
 }
 
 func testLifetimeOwnGuest(h *harness) {
 	t0 := h.now()
 	h.startFor("tok-guest", "", h.ownLifetime())
 	h.addToCart("tok-guest", "item-a", 1)
-	end := t0.Add(h.keptLifetime())
-	h.keepVisiting(end, func() { h.wantRefresh("tok-guest", "", "") })
-	h.clock.Set(end.Add(-time.Millisecond))
-	h.wantCart("tok-guest", map[string]int{"item-a": 1})
-	h.clock.Set(end)
-	h.wantNoSession("tok-guest")
-	h.wantNoSessionWrites("tok-guest")
+	h.wantEndAt(t0.Add(h.keptLifetime()), h.refreshing("tok-guest", ""),
+		func() { h.wantCart("tok-guest", map[string]int{"item-a": 1}) },
+		func() {
+			h.wantNoSession("tok-guest")
+			h.wantNoSessionWrites("tok-guest")
+		})
 }
 
 func testLifetimeRenewalKeeps(h *harness) {
 	t0 := h.now()
 	liveSessionFor(h, "tok-1", "alice", h.ownLifetime())
 	end := t0.Add(h.keptLifetime())
-	keepRefreshing(h, "tok-1", "alice", end.Add(-h.idle))
+	h.keepVisiting(end.Add(-h.idle), h.refreshing("tok-1", "alice"))
 	h.renew("tok-1", "tok-2", "")
-	keepRefreshing(h, "tok-2", "alice", end)
-	h.clock.Set(end.Add(-time.Millisecond))
-	h.wantRefresh("tok-2", "", "alice")
-	h.wantUserSessions("alice", info("tok-2", "alice", t0, h.now()))
-	h.clock.Set(end)
-	h.wantExpired("tok-2", "alice")
+	h.wantEndAt(end, h.refreshing("tok-2", "alice"),
+		func() { h.wantUserSessions("alice", info("tok-2", "alice", t0, h.now())) },
+		func() { h.wantExpired("tok-2", "alice") })
 }
 
 func testLifetimeRenewFor(h *harness) {
 	t0 := h.now()
 	h.start("tok-guest", "")
 	h.addToCart("tok-guest", "item-a", 1)
-	keepRefreshing(h, "tok-guest", "", t0.Add(h.idle+h.touchStep()))
+	h.keepVisiting(t0.Add(h.idle+h.touchStep()), h.refreshing("tok-guest", ""))
 	login := h.now()
 	h.renewFor("tok-guest", "tok-1", "alice", h.ownLifetime())
 	h.wantNoSession("tok-guest")
-	end := login.Add(h.keptLifetime())
-	keepRefreshing(h, "tok-1", "alice", end)
-	h.clock.Set(end.Add(-time.Millisecond))
-	h.wantRefresh("tok-1", "", "alice")
-	h.wantCart("tok-1", map[string]int{"item-a": 1})
-	h.wantUserSessions("alice", info("tok-1", "alice", login, h.now()))
-	h.clock.Set(end)
-	h.wantNoSession("tok-1")
-	h.wantNoRefresh("tok-1", "")
-	h.wantUserSessions("alice")
+	h.wantEndAt(login.Add(h.keptLifetime()), h.refreshing("tok-1", "alice"), func() {
+		h.wantCart("tok-1", map[string]int{"item-a": 1})
+		h.wantUserSessions("alice", info("tok-1", "alice", login, h.now()))
+	}, func() {
+		h.wantNoSession("tok-1")
+		h.wantNoRefresh("tok-1", "")
+		h.wantUserSessions("alice")
+	})
 }
 
 func testLifetimeLoginRestoresStore(h *harness) {
 	t0 := h.now()
 	h.startFor("tok-1", "alice", h.ownLifetime())
 	h.addToCart("tok-1", "item-a", 1)
-	keepRefreshing(h, "tok-1", "alice", t0.Add(h.idle+h.touchStep()))
+	h.keepVisiting(t0.Add(h.idle+h.touchStep()), h.refreshing("tok-1", "alice"))
 	login := h.now()
 	h.renew("tok-1", "tok-2", "bob")
 	// Past the own lifetime, the login's, the Store's, goes on.
-	end := login.Add(h.lifetime)
-	keepRefreshing(h, "tok-2", "bob", end)
-	h.clock.Set(end.Add(-time.Millisecond))
-	h.wantRefresh("tok-2", "", "bob")
-	h.wantCart("tok-2", map[string]int{"item-a": 1})
-	h.clock.Set(end)
-	h.wantNoSession("tok-2")
+	h.wantEndAt(login.Add(h.lifetime), h.refreshing("tok-2", "bob"),
+		func() { h.wantCart("tok-2", map[string]int{"item-a": 1}) },
+		func() { h.wantNoSession("tok-2") })
 }
 
 func testLifetimeUpdateToken(h *harness) {
 	t0 := h.now()
 	h.startFor("tok-1", "alice", h.ownLifetime())
-	end := t0.Add(h.keptLifetime())
-	h.keepVisiting(end, func() { h.update("tok-1", "alice", "") })
-	h.clock.Set(end.Add(-time.Millisecond))
-	h.update("tok-1", "alice", "item-a")
-	h.wantRecent("tok-1", "item-a")
-	h.clock.Set(end)
-	h.wantNoSession("tok-1")
+	h.wantEndAt(t0.Add(h.keptLifetime()), func() { h.update("tok-1", "alice", "") }, func() {
+		h.update("tok-1", "alice", "item-a")
+		h.wantRecent("tok-1", "item-a")
+	}, func() { h.wantNoSession("tok-1") })
 
 	// A change of user is a login: the Store's lifetime starts again.
 	t1 := h.now()
@@ -159,16 +146,13 @@ func testLifetimeUpdateToken(h *harness) {
 	h.clock.Advance(h.idle - h.touchStep())
 	login := h.now()
 	h.update("tok-2", "bob", "")
-	end2 := login.Add(h.lifetime)
-	h.keepVisiting(end2, func() { h.update("tok-2", "bob", "") })
-	if !h.now().After(t1.Add(h.keptLifetime())) {
-		h.t.Fatalf("the test's clock did not pass the own lifetime")
+	if !login.Add(h.lifetime - h.idle).After(t1.Add(h.keptLifetime())) {
+		h.t.Fatalf("the test's visits do not pass the own lifetime")
 	}
-	h.clock.Set(end2.Add(-time.Millisecond))
-	h.wantUser("tok-2", "bob")
-	h.wantCart("tok-2", map[string]int{"item-b": 1})
-	h.clock.Set(end2)
-	h.wantNoSession("tok-2")
+	h.wantEndAt(login.Add(h.lifetime), func() { h.update("tok-2", "bob", "") }, func() {
+		h.wantUser("tok-2", "bob")
+		h.wantCart("tok-2", map[string]int{"item-b": 1})
+	}, func() { h.wantNoSession("tok-2") })
 }
 
 func testLifetimeMaximum(h *harness) {
@@ -194,10 +178,6 @@ func testLifetimeMaximum(h *harness) {
 	h.wantErr(`RenewSessionFor("tok-max", "tok-2", "", lifetime)`, err, retail.ErrInvalid)
 	h.wantNoSession("tok-2")
 	h.wantUserSessions("alice", info("tok-max", "alice", t0, t0))
-	end := t0.Add(h.lifetime)
-	keepRefreshing(h, "tok-max", "alice", end)
-	h.clock.Set(end.Add(-time.Millisecond))
-	h.wantRefresh("tok-max", "", "alice")
-	h.clock.Set(end)
-	h.wantNoSession("tok-max")
+	h.wantEndAt(t0.Add(h.lifetime), h.refreshing("tok-max", "alice"), nil,
+		func() { h.wantNoSession("tok-max") })
 }

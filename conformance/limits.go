@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/retailkit/retail"
 )
 
 // sessionLimit is the MaxSessionsPerUser under which limitTests run.
@@ -11,11 +13,13 @@ const sessionLimit = 3
 
 // limitTests pin MaxSessionsPerUser (see retail.StoreOptions): a login
 // that leaves a user more live sessions ends the least recently seen
-// others, never its own, and however logins interleave the user ends with
-// at most the limit. Guests and other users do not count. They run with a
-// Store whose MaxSessionsPerUser is sessionLimit.
+// others (of those seen alike, the oldest), never its own, and however
+// logins interleave the user ends with at most the limit. Guests and other
+// users do not count. They run with a Store whose MaxSessionsPerUser is
+// sessionLimit.
 var limitTests = []behaviour{
 	{name: "Limit_LoginEndsLeastRecentlySeen", test: testLimitEndsLeastRecent},
+	{name: "Limit_SameLastSeenEndsTheOlderCreated", test: testLimitTie},
 	{name: "Limit_RenewalIsNoLogin", test: testLimitRenewal},
 	{name: "Limit_ConcurrentLoginsLeaveAtMostTheLimit", test: testLimitConcurrent},
 }
@@ -50,6 +54,32 @@ func testLimitEndsLeastRecent(h *harness) {
 		info("tok-4", "alice", t4, t4),
 		info("tok-5", "alice", t5, t5))
 	h.wantUser("tok-bob", "bob")
+}
+
+// testLimitTie gives alice's sessions one last-seen time, and different
+// creation times: the login ends the oldest.
+func testLimitTie(h *harness) {
+	t0 := h.now()
+	// Started a millisecond apart, newest first, so that neither the
+	// order of the starts nor that of the tokens picks the oldest.
+	for i := sessionLimit; i >= 1; i-- {
+		h.start(fmt.Sprintf("tok-%d", i), "alice")
+		h.clock.Advance(time.Millisecond)
+	}
+	// A new item is written whatever TouchEvery: all are last seen now.
+	seen := h.now()
+	for i := 1; i <= sessionLimit; i++ {
+		h.wantRefresh(fmt.Sprintf("tok-%d", i), "item-a", "alice")
+	}
+	h.start("tok-new", "alice")
+	oldest := fmt.Sprintf("tok-%d", sessionLimit)
+	h.wantNoSession(oldest)
+	want := []retail.SessionInfo{info("tok-new", "alice", seen, seen)}
+	for i := 1; i < sessionLimit; i++ {
+		created := t0.Add(time.Duration(sessionLimit-i) * time.Millisecond)
+		want = append(want, info(fmt.Sprintf("tok-%d", i), "alice", created, seen))
+	}
+	h.wantUserSessions("alice", want...)
 }
 
 func testLimitRenewal(h *harness) {

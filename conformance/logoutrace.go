@@ -80,11 +80,9 @@ func raceLogout(h *harness, t *testing.T, racer logoutRacer) {
 	const user, big = "shopper", 1 << 20
 	var (
 		ctx, s      = h.ctx, h.s
-		resurrected atomic.Int64 // trials that left the token something
+		resurrected failures     // trials that left the token something
 		after       atomic.Int64 // trials whose racer missed: it ran after the Logout
 		leftBehind  int          // batches after which the store held sessions
-		mu          sync.Mutex
-		example     string // the first resurrection
 	)
 	// held is what the store held before the batch: 0, unless an earlier
 	// batch (of this racer or another) left sessions that cleaning does
@@ -100,21 +98,11 @@ func raceLogout(h *harness, t *testing.T, racer logoutRacer) {
 			return
 		}
 		var (
-			race               sync.WaitGroup
-			ready              = make(chan struct{})
 			found              bool
 			logoutErr, raceErr error
 		)
-		race.Go(func() {
-			<-ready
-			logoutErr = s.Logout(ctx, token)
-		})
-		race.Go(func() {
-			<-ready
-			found, raceErr = racer.call(ctx, s, token)
-		})
-		close(ready)
-		race.Wait()
+		race(func() { logoutErr = s.Logout(ctx, token) },
+			func() { found, raceErr = racer.call(ctx, s, token) })
 		if logoutErr != nil || raceErr != nil {
 			t.Errorf("Logout(%q) = %v and concurrent %s(%q) = %v, want nil and nil or ErrNoSession",
 				token, logoutErr, racer.name, token, raceErr)
@@ -129,12 +117,7 @@ func raceLogout(h *harness, t *testing.T, racer logoutRacer) {
 			return
 		}
 		if left != "" {
-			resurrected.Add(1)
-			mu.Lock()
-			if example == "" {
-				example = fmt.Sprintf("%s (%s found the session: %v)", left, racer.name, found)
-			}
-			mu.Unlock()
+			resurrected.add(fmt.Sprintf("%s (%s found the session: %v)", left, racer.name, found))
 		}
 	}, func(b, last int) {
 		n, err := s.SessionCount(ctx)
@@ -163,13 +146,13 @@ func raceLogout(h *harness, t *testing.T, racer logoutRacer) {
 		}
 		held = n2
 	})
-	if r := resurrected.Load(); r != 0 || leftBehind != 0 {
-		if example != "" {
-			example = "; the first: " + example
+	if r, first := resurrected.result(); r != 0 || leftBehind != 0 {
+		if first != "" {
+			first = "; the first: " + first
 		}
 		t.Errorf("Logout did not hold against a concurrent %s: %d of %d trials resurrected the session (0 allowed), "+
 			"%d of %d batches of %d left sessions that SessionCount or UserSessions saw (0 allowed)%s",
-			racer.name, r, trials, leftBehind, (trials+logoutBatch-1)/logoutBatch, logoutBatch, example)
+			racer.name, r, trials, leftBehind, (trials+logoutBatch-1)/logoutBatch, logoutBatch, first)
 		return
 	}
 	t.Logf("Logout against %s: %d trials, %d ran after the Logout, 0 resurrected", racer.name, trials, after.Load())
@@ -198,6 +181,41 @@ func inBatches(t *testing.T, trial func(i int), afterBatch func(first, last int)
 		}
 	}
 	return trials
+}
+
+// race runs a and b at once, each on a goroutine of its own that starts
+// once both exist, and returns when both have returned.
+func race(a, b func()) {
+	var wg sync.WaitGroup
+	ready := make(chan struct{})
+	wg.Go(func() { <-ready; a() })
+	wg.Go(func() { <-ready; b() })
+	close(ready)
+	wg.Wait()
+}
+
+// failures counts the trials that failed, from any goroutine, and keeps
+// the description of the first one it was told of.
+type failures struct {
+	mu    sync.Mutex
+	n     int
+	first string
+}
+
+func (f *failures) add(desc string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		f.first = desc
+	}
+	f.n++
+}
+
+// result returns how many trials failed, and the first one's description.
+func (f *failures) result() (int, string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n, f.first
 }
 
 // leftOf describes what token still has after its Logout, or returns "".

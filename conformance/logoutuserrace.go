@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/retailkit/retail"
 )
@@ -67,9 +65,7 @@ func logoutUserHolds(i int) func(h *harness) {
 func raceLogoutUser(h *harness, racer logoutUserRacer) {
 	var (
 		ctx, s, t = h.ctx, h.s, h.t
-		survived  atomic.Int64
-		mu        sync.Mutex
-		example   string
+		survived  failures // trials that left the user a session
 	)
 	trials := inBatches(t, func(i int) {
 		user := fmt.Sprintf("everywhere-%05d", i)
@@ -86,21 +82,9 @@ func raceLogoutUser(h *harness, racer logoutUserRacer) {
 			t.Errorf("AddToCart(%q) = %v, want nil", token, err)
 			return
 		}
-		var (
-			race            sync.WaitGroup
-			ready           = make(chan struct{})
-			logoutErr, rErr error
-		)
-		race.Go(func() {
-			<-ready
-			_, logoutErr = s.LogoutUser(ctx, user)
-		})
-		race.Go(func() {
-			<-ready
-			rErr = racer.call(ctx, s, token, newToken, user)
-		})
-		close(ready)
-		race.Wait()
+		var logoutErr, rErr error
+		race(func() { _, logoutErr = s.LogoutUser(ctx, user) },
+			func() { rErr = racer.call(ctx, s, token, newToken, user) })
 		if logoutErr != nil || rErr != nil {
 			t.Errorf("LogoutUser(%q) = %v and concurrent %s = %v, want nil and nil", user, logoutErr, racer.name, rErr)
 			return
@@ -128,17 +112,12 @@ func raceLogoutUser(h *harness, racer logoutUserRacer) {
 			left = append(left, fmt.Sprintf("UserSessions(%q) lists %d sessions, want none", user, len(infos)))
 		}
 		if len(left) != 0 {
-			survived.Add(1)
-			mu.Lock()
-			if example == "" {
-				example = strings.Join(left, "; ")
-			}
-			mu.Unlock()
+			survived.add(strings.Join(left, "; "))
 		}
 	}, nil)
-	if n := survived.Load(); n != 0 {
+	if n, first := survived.result(); n != 0 {
 		t.Errorf("LogoutUser did not hold against a concurrent %s: %d of %d trials left the user a session (0 allowed); the first: %s",
-			racer.name, n, trials, example)
+			racer.name, n, trials, first)
 		return
 	}
 	t.Logf("LogoutUser against %s: %d trials, 0 survived", racer.name, trials)

@@ -64,6 +64,49 @@ func (h *harness) renew(token, newToken, user string) {
 	}
 }
 
+// touchStep is how long after a session's last write a refresh is written
+// again: TouchEvery, or a millisecond if every visit is written.
+func (h *harness) touchStep() time.Duration { return max(h.touch, time.Millisecond) }
+
+// keepVisiting moves the clock on and calls visit, a refresh that must be
+// written, every idle timeout less touchStep, while more than an idle
+// timeout is left before until. Each visit is then written and the session
+// stays live, and a visit at until-1ms is too: it comes between touchStep
+// and an idle timeout less 1 ms after the last one.
+func (h *harness) keepVisiting(until time.Time, visit func()) {
+	h.t.Helper()
+	for h.clock.Now().Add(h.idle).Before(until) {
+		h.clock.Advance(h.idle - h.touchStep())
+		visit()
+	}
+}
+
+// refreshing returns a visit for keepVisiting and wantEndAt: a refresh
+// that must find token's session, logged in as user.
+func (h *harness) refreshing(token, user string) func() {
+	return func() {
+		h.t.Helper()
+		h.wantRefresh(token, "", user)
+	}
+}
+
+// wantEndAt checks that a session ends at end to the millisecond, however
+// often it is visited. It calls visit as keepVisiting says up to end and
+// once more a millisecond before end, where it then calls live, if not
+// nil, to check what the session still has. It then sets the clock to end
+// and calls gone, which checks that the session has ended.
+func (h *harness) wantEndAt(end time.Time, visit, live, gone func()) {
+	h.t.Helper()
+	h.keepVisiting(end, visit)
+	h.clock.Set(end.Add(-time.Millisecond))
+	visit()
+	if live != nil {
+		live()
+	}
+	h.clock.Set(end)
+	gone()
+}
+
 func (h *harness) increment(token, item string, n int) int {
 	h.t.Helper()
 	count, err := h.s.IncrementCart(h.ctx, token, item, n)

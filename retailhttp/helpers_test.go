@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -118,4 +119,71 @@ func (r *logRecorder) Logger() *slog.Logger {
 func bodyETag(body string) string {
 	sum := sha256.Sum256([]byte(body))
 	return `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`
+}
+
+// errStoreDown is what a failingStore's broken calls return.
+var errStoreDown = errors.New("store down")
+
+// failingStore passes every call to Store but those whose method name is
+// in fail, which return errStoreDown and reach no Store. Tests set fail
+// between requests, not during one.
+type failingStore struct {
+	retail.Store
+	fail map[string]bool
+}
+
+func (s *failingStore) StartSession(ctx context.Context, token, user string) (bool, error) {
+	if s.fail["StartSession"] {
+		return false, errStoreDown
+	}
+	return s.Store.StartSession(ctx, token, user)
+}
+
+func (s *failingStore) StartSessionFor(ctx context.Context, token, user string, opts retail.SessionOptions) (bool, error) {
+	if s.fail["StartSessionFor"] {
+		return false, errStoreDown
+	}
+	return s.Store.StartSessionFor(ctx, token, user, opts)
+}
+
+func (s *failingStore) RenewSession(ctx context.Context, token, newToken, user string) (bool, error) {
+	if s.fail["RenewSession"] {
+		return false, errStoreDown
+	}
+	return s.Store.RenewSession(ctx, token, newToken, user)
+}
+
+func (s *failingStore) RenewSessionFor(ctx context.Context, token, newToken, user string, opts retail.SessionOptions) (bool, error) {
+	if s.fail["RenewSessionFor"] {
+		return false, errStoreDown
+	}
+	return s.Store.RenewSessionFor(ctx, token, newToken, user, opts)
+}
+
+func (s *failingStore) Logout(ctx context.Context, token string) error {
+	if s.fail["Logout"] {
+		return errStoreDown
+	}
+	return s.Store.Logout(ctx, token)
+}
+
+func (s *failingStore) SetValue(ctx context.Context, token, key string, value []byte) error {
+	if s.fail["SetValue"] {
+		return errStoreDown
+	}
+	return s.Store.SetValue(ctx, token, key, value)
+}
+
+func (s *failingStore) Value(ctx context.Context, token, key string) ([]byte, bool, error) {
+	if s.fail["Value"] {
+		return nil, false, errStoreDown
+	}
+	return s.Store.Value(ctx, token, key)
+}
+
+func (s *failingStore) DeleteValue(ctx context.Context, token, key string) error {
+	if s.fail["DeleteValue"] {
+		return errStoreDown
+	}
+	return s.Store.DeleteValue(ctx, token, key)
 }

@@ -151,7 +151,9 @@ func (m *SessionManager) Ensure(ctx context.Context, w http.ResponseWriter) (Ses
 // (1..[retail.MaxUserLen] bytes of valid UTF-8), and the Store's error as
 // the Store returned it if the Store fails; then no cookie is set, and the
 // old session is unchanged, unless it was another user's, which is logged
-// out first.
+// out first, or the Store failed after the login had moved it to its new
+// token (recording or dropping LoginWith's choice of cookie), which ends
+// it.
 func (m *SessionManager) Login(ctx context.Context, w http.ResponseWriter, user string) (Session, error) {
 	return m.LoginWith(ctx, w, user, LoginOptions{})
 }
@@ -299,7 +301,9 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 // any other, it returns an error matching [ErrNoHandler] and writes
 // nothing), and ctx keeps the old session, as with Login. If the Store
 // fails, its error is returned as the Store returned it, no cookie is set,
-// and the session is unchanged.
+// and the session is unchanged. Only reading the login's choice of cookie,
+// after the session has moved, is not such a failure: Renew logs the
+// error and sets the default cookie for the new token.
 func (m *SessionManager) Renew(ctx context.Context, w http.ResponseWriter) (Session, error) {
 	rs, err := m.request(ctx, "Renew")
 	if err != nil {

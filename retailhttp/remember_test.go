@@ -3,6 +3,7 @@ package retailhttp_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -16,25 +17,32 @@ import (
 const day = 24 * time.Hour
 
 // rememberRig is a shop whose Store keeps sessions up to 30 days, with a
-// login that chooses its cookie and lifetime as LoginOptions say.
+// login that chooses its cookie and lifetime as LoginOptions say. Its
+// manager reaches the Store through failing, so a test can break calls.
 type rememberRig struct {
-	t     *testing.T
-	clock *retail.ManualClock
-	s     retail.Store
-	m     *retailhttp.SessionManager
-	h     http.Handler
-	opts  retailhttp.LoginOptions // of the next login
+	t       *testing.T
+	clock   *retail.ManualClock
+	s       retail.Store
+	failing *failingStore // over s: what the manager uses
+	m       *retailhttp.SessionManager
+	h       http.Handler
+	opts    retailhttp.LoginOptions // of the next login
 }
 
-func newRememberRig(t *testing.T) *rememberRig {
+// newRememberRig returns a rememberRig in token-cookie mode.
+func newRememberRig(t *testing.T) *rememberRig { return newRememberRigWith(t, cookieModes[0].opts) }
+
+// newRememberRigWith returns a rememberRig whose manager has the options
+// mode gives on the rig's clock (see cookieModes).
+func newRememberRigWith(t *testing.T, mode func(retail.Clock) retailhttp.SessionOptions) *rememberRig {
 	clock := retail.NewManualClock(epoch)
 	s, err := memory.New(memory.Options{Clock: clock, IdleTimeout: 30 * day, Lifetime: 30 * day})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	r := &rememberRig{t: t, clock: clock, s: s}
-	r.m = newManager(t, s, retailhttp.SessionOptions{Clock: clock})
+	r := &rememberRig{t: t, clock: clock, s: s, failing: &failingStore{Store: s}}
+	r.m = newManager(t, r.failing, mode(clock))
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /login", func(w http.ResponseWriter, req *http.Request) {
 		if _, err := r.m.LoginWith(req.Context(), w, req.FormValue("user"), r.opts); err != nil {
@@ -85,45 +93,84 @@ func wantCookie(t *testing.T, what string, c *http.Cookie, maxAge int) {
 }
 
 func TestLoginWith_BrowserSessionCookieAndOwnLifetime(t *testing.T) {
-	r := newRememberRig(t)
-	r.opts = retailhttp.LoginOptions{Lifetime: day, BrowserSession: true}
-	c := r.do("/login?user=alice", nil)
-	wantCookie(t, "LoginWith(BrowserSession)", c, 0)
-	wantSession(t, r.m, "after the login", c, retailhttp.Session{Token: c.Value, User: "alice"})
+	for _, mode := range cookieModes {
+		t.Run(mode.name, func(t *testing.T) {
+			r := newRememberRigWith(t, mode.opts)
+			r.opts = retailhttp.LoginOptions{Lifetime: day, BrowserSession: true}
+			c := r.do("/login?user=alice", nil)
+			wantCookie(t, "LoginWith(BrowserSession)", c, 0)
+			token := get(r.m, "/", c).session.Token
+			wantSession(t, r.m, "after the login", c, retailhttp.Session{Token: token, User: "alice"})
 
-	// Renew keeps the kind of cookie and the session's lifetime.
-	r.clock.Advance(time.Hour)
-	c = r.do("/renew", c)
-	wantCookie(t, "Renew of a browser-session login", c, 0)
-	r.clock.Set(epoch.Add(day - time.Millisecond))
-	wantSession(t, r.m, "a millisecond before its lifetime", c, retailhttp.Session{Token: c.Value, User: "alice"})
-	r.clock.Set(epoch.Add(day))
-	wantNoSession(t, r.m, "at its lifetime", c)
+			// Renew keeps the kind of cookie and the session's lifetime,
+			// and so does a second Renew.
+			for i := range 2 {
+				r.clock.Advance(time.Hour)
+				c = r.do("/renew", c)
+				wantCookie(t, fmt.Sprintf("Renew %d of a browser-session login", i+1), c, 0)
+			}
+			token = get(r.m, "/", c).session.Token
+			r.clock.Set(epoch.Add(day - time.Millisecond))
+			wantSession(t, r.m, "a millisecond before its lifetime", c, retailhttp.Session{Token: token, User: "alice"})
+			r.clock.Set(epoch.Add(day))
+			wantNoSession(t, r.m, "at its lifetime", c)
+		})
+	}
 }
 
 func TestLoginWith_RememberMeCookieIsPersistent(t *testing.T) {
-	r := newRememberRig(t)
+	for _, mode := range cookieModes {
+		t.Run(mode.name, func(t *testing.T) {
+			r := newRememberRigWith(t, mode.opts)
+			r.opts = retailhttp.LoginOptions{Lifetime: 30 * day}
+			c := r.do("/login?user=alice", nil)
+			wantCookie(t, "LoginWith(30 days)", c, int(30*day/time.Second))
+
+			// Renew sets a cookie expiring when the login's did, and so
+			// does a second Renew.
+			r.clock.Advance(time.Hour)
+			c = r.do("/renew", c)
+			wantCookie(t, "Renew of a remembered login an hour later", c, int((30*day-time.Hour)/time.Second))
+			r.clock.Advance(time.Hour)
+			c = r.do("/renew", c)
+			wantCookie(t, "second Renew of a remembered login", c, int((30*day-2*time.Hour)/time.Second))
+			token := get(r.m, "/", c).session.Token
+			r.clock.Set(epoch.Add(30*day - time.Millisecond))
+			wantSession(t, r.m, "a millisecond before 30 days", c, retailhttp.Session{Token: token, User: "alice"})
+
+			// A login with Login's defaults drops the choice: Renew sets
+			// the default cookie again.
+			r2 := newRememberRigWith(t, mode.opts)
+			r2.opts = retailhttp.LoginOptions{Lifetime: 30 * day}
+			c = r2.do("/login?user=bob", nil)
+			r2.opts = retailhttp.LoginOptions{}
+			c = r2.do("/login?user=bob", c)
+			wantCookie(t, "Login after a remembered login", c, int(retailhttp.DefaultSessionMaxAge/time.Second))
+			c = r2.do("/renew", c)
+			wantCookie(t, "Renew after Login", c, int(retailhttp.DefaultSessionMaxAge/time.Second))
+		})
+	}
+}
+
+// In signed-cookie mode the expiry is signed into the cookie too: a Renew
+// of a remembered login signs the login's, not MaxAge from the Renew.
+func TestLoginWith_RenewSignsTheRememberedLoginsExpiry(t *testing.T) {
+	r := newRememberRigWith(t, cookieModes[1].opts)
+	signer, err := retailhttp.NewCookieSigner(key(1)) // cookieModes' signing key
+	if err != nil {
+		t.Fatal(err)
+	}
 	r.opts = retailhttp.LoginOptions{Lifetime: 30 * day}
 	c := r.do("/login?user=alice", nil)
-	wantCookie(t, "LoginWith(30 days)", c, int(30*day/time.Second))
-
-	// Renew sets a cookie expiring when the login's did.
 	r.clock.Advance(time.Hour)
 	c = r.do("/renew", c)
-	wantCookie(t, "Renew of a remembered login an hour later", c, int((30*day-time.Hour)/time.Second))
-	r.clock.Set(epoch.Add(30*day - time.Millisecond))
-	wantSession(t, r.m, "a millisecond before 30 days", c, retailhttp.Session{Token: c.Value, User: "alice"})
-
-	// A login with Login's defaults drops the choice: Renew sets the
-	// default cookie again.
-	r2 := newRememberRig(t)
-	r2.opts = retailhttp.LoginOptions{Lifetime: 30 * day}
-	c = r2.do("/login?user=bob", nil)
-	r2.opts = retailhttp.LoginOptions{}
-	c = r2.do("/login?user=bob", c)
-	wantCookie(t, "Login after a remembered login", c, int(retailhttp.DefaultSessionMaxAge/time.Second))
-	c = r2.do("/renew", c)
-	wantCookie(t, "Renew after Login", c, int(retailhttp.DefaultSessionMaxAge/time.Second))
+	end := epoch.Add(30 * day)
+	if _, ok := signer.Verify(retailhttp.DefaultSessionCookie, c.Value, end.Add(-time.Millisecond)); !ok {
+		t.Errorf("renewed cookie does not verify a millisecond before the login's expiry (%v)", end)
+	}
+	if _, ok := signer.Verify(retailhttp.DefaultSessionCookie, c.Value, end); ok {
+		t.Errorf("renewed cookie still verifies at the login's expiry (%v)", end)
+	}
 }
 
 func TestLoginWith_LifetimeBeyondTheStoresIsInvalid(t *testing.T) {

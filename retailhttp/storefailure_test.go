@@ -1,0 +1,222 @@
+package retailhttp_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/retailhttp"
+)
+
+// guest starts a guest session with one item in its cart, and returns its
+// cookie and token.
+func (r *rememberRig) guest() (*http.Cookie, string) {
+	r.t.Helper()
+	rec := httptest.NewRecorder()
+	s, err := r.m.Ensure(requestContext(r.t, r.m), rec)
+	if err != nil {
+		r.t.Fatalf("Ensure() = %v", err)
+	}
+	if err := r.s.AddToCart(context.Background(), s.Token, "itemX", 1); err != nil {
+		r.t.Fatalf("AddToCart() = %v", err)
+	}
+	return sessionCookie(r.t, rec.Result()), s.Token
+}
+
+// token returns the token of the session a request with c has, failing the
+// test if it has none.
+func (r *rememberRig) token(c *http.Cookie) string {
+	r.t.Helper()
+	v := get(r.m, "/", c)
+	if !v.ok {
+		r.t.Fatalf("request with cookie %s has no session", c.Value)
+	}
+	return v.session.Token
+}
+
+// wantSessionCount checks how many sessions the Store holds.
+func (r *rememberRig) wantSessionCount(what string, want int) {
+	r.t.Helper()
+	if n, err := r.s.SessionCount(context.Background()); n != want || err != nil {
+		r.t.Errorf("%s: SessionCount() = %d, %v; want %d", what, n, err, want)
+	}
+}
+
+// wantStoreError checks that a call failed with the Store's error and set
+// no cookie.
+func wantStoreError(t *testing.T, call string, err error, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	if !errors.Is(err, errStoreDown) {
+		t.Errorf("%s with the Store failing = %v, want the Store's error (%v)", call, err, errStoreDown)
+	}
+	if got := rec.Result().Header["Set-Cookie"]; len(got) != 0 {
+		t.Errorf("failed %s Set-Cookie = %q, want none", call, got)
+	}
+}
+
+func TestLoginWith_StoreFailureSetsNoCookie(t *testing.T) {
+	// Each case logs alice in from a request that has the session setup
+	// makes (a nil cookie: none) while fail breaks the Store, and then
+	// checks what is left, with the Store working again.
+	for _, tc := range []struct {
+		name  string
+		setup func(r *rememberRig) *http.Cookie
+		opts  retailhttp.LoginOptions
+		fail  string
+		check func(r *rememberRig, old *http.Cookie)
+	}{
+		{
+			name: "StartWithoutSession", fail: "StartSession",
+			check: func(r *rememberRig, _ *http.Cookie) { r.wantSessionCount("after the failed login", 0) },
+		},
+		{
+			name: "StartForWithoutSession", opts: retailhttp.LoginOptions{Lifetime: day}, fail: "StartSessionFor",
+			check: func(r *rememberRig, _ *http.Cookie) { r.wantSessionCount("after the failed login", 0) },
+		},
+		{
+			name: "RenewGuest", setup: guestCookie, fail: "RenewSession",
+			check: wantGuestKept,
+		},
+		{
+			name: "RenewForGuest", setup: guestCookie, opts: retailhttp.LoginOptions{Lifetime: day, BrowserSession: true}, fail: "RenewSessionFor",
+			check: wantGuestKept,
+		},
+		{
+			// alice's remembered login keeps its cookie: a Renew gives the
+			// persistent cookie of 30 days, not the failed login's.
+			name: "RenewForOwnSession", setup: rememberedAlice,
+			opts: retailhttp.LoginOptions{Lifetime: day, BrowserSession: true}, fail: "RenewSessionFor",
+			check: func(r *rememberRig, old *http.Cookie) {
+				wantSession(r.t, r.m, "alice's old cookie", old, retailhttp.Session{Token: r.token(old), User: "alice"})
+				wantCookie(r.t, "Renew after the failed login", r.do("/renew", old), int(30*day/time.Second))
+			},
+		},
+		{
+			// Another user's session is logged out first; if that fails,
+			// it is unchanged.
+			name: "LogoutOfAnotherUser", fail: "Logout",
+			setup: func(r *rememberRig) *http.Cookie {
+				r.opts = retailhttp.LoginOptions{}
+				return r.do("/login?user=bob", nil)
+			},
+			check: func(r *rememberRig, old *http.Cookie) {
+				wantSession(r.t, r.m, "bob's old cookie", old, retailhttp.Session{Token: r.token(old), User: "bob"})
+			},
+		},
+		{
+			// Once the session has moved, a failure to record the choice
+			// of cookie ends it: no session is left logged in.
+			name: "RecordingTheCookie", setup: guestCookie, opts: retailhttp.LoginOptions{BrowserSession: true}, fail: "SetValue",
+			check: func(r *rememberRig, old *http.Cookie) {
+				wantNoSession(r.t, r.m, "the guest's old cookie", old)
+				r.wantSessionCount("after the failed login", 0)
+			},
+		},
+		{
+			name: "DroppingTheCookieRecord", setup: rememberedAlice, fail: "DeleteValue",
+			check: func(r *rememberRig, old *http.Cookie) {
+				wantNoSession(r.t, r.m, "alice's old cookie", old)
+				r.wantSessionCount("after the failed login", 0)
+			},
+		},
+	} {
+		for _, mode := range cookieModes {
+			t.Run(tc.name+"/"+mode.name, func(t *testing.T) {
+				r := newRememberRigWith(t, mode.opts)
+				var old *http.Cookie
+				if tc.setup != nil {
+					old = tc.setup(r)
+				}
+				ctx := requestContext(t, r.m, cookies(old)...)
+				r.failing.fail = map[string]bool{tc.fail: true}
+				rec := httptest.NewRecorder()
+				_, err := r.m.LoginWith(ctx, rec, "alice", tc.opts)
+				r.failing.fail = nil
+				wantStoreError(t, "LoginWith(alice) failing "+tc.fail, err, rec)
+				tc.check(r, old)
+			})
+		}
+	}
+}
+
+// guestCookie starts a guest session with itemX in its cart.
+func guestCookie(r *rememberRig) *http.Cookie {
+	c, _ := r.guest()
+	return c
+}
+
+// rememberedAlice logs alice in for 30 days, with a persistent cookie.
+func rememberedAlice(r *rememberRig) *http.Cookie {
+	r.opts = retailhttp.LoginOptions{Lifetime: 30 * day}
+	return r.do("/login?user=alice", nil)
+}
+
+// wantGuestKept checks that old still names a guest session with itemX in
+// its cart.
+func wantGuestKept(r *rememberRig, old *http.Cookie) {
+	r.t.Helper()
+	token := r.token(old)
+	wantSession(r.t, r.m, "the guest's old cookie", old, retailhttp.Session{Token: token})
+	if cart, err := r.s.Cart(context.Background(), token); err != nil || !cmp.Equal(cart, map[string]int{"itemX": 1}) {
+		r.t.Errorf("guest's Cart after the failed login = %v, %v; want map[itemX:1]", cart, err)
+	}
+}
+
+func TestRenew_StoreFailureSetsNoCookieAndKeepsTheSession(t *testing.T) {
+	for _, mode := range cookieModes {
+		t.Run(mode.name, func(t *testing.T) {
+			r := newRememberRigWith(t, mode.opts)
+			r.opts = retailhttp.LoginOptions{Lifetime: day, BrowserSession: true}
+			c := r.do("/login?user=alice", nil)
+			want := retailhttp.Session{Token: r.token(c), User: "alice"}
+
+			r.failing.fail = map[string]bool{"RenewSession": true}
+			rec := httptest.NewRecorder()
+			_, err := r.m.Renew(requestContext(t, r.m, c), rec)
+			r.failing.fail = nil
+			wantStoreError(t, "Renew", err, rec)
+			wantSession(t, r.m, "the cookie after the failed Renew", c, want)
+			// The login's choice of cookie is still there.
+			wantCookie(t, "Renew after the failed one", r.do("/renew", c), 0)
+		})
+	}
+}
+
+// Once RenewSession has moved the session, Renew must set a cookie for its
+// new token: if reading the login's choice of cookie fails, it logs the
+// error and sets the default cookie.
+func TestRenew_FailingToReadTheCookieKindSetsTheDefaultCookie(t *testing.T) {
+	for _, mode := range cookieModes {
+		t.Run(mode.name, func(t *testing.T) {
+			var logs logRecorder
+			r := newRememberRigWith(t, func(clock retail.Clock) retailhttp.SessionOptions {
+				opts := mode.opts(clock)
+				opts.Logger = logs.Logger()
+				return opts
+			})
+			r.opts = retailhttp.LoginOptions{Lifetime: day, BrowserSession: true}
+			old := r.do("/login?user=alice", nil)
+
+			r.failing.fail = map[string]bool{"Value": true}
+			rec := httptest.NewRecorder()
+			s, err := r.m.Renew(requestContext(t, r.m, old), rec)
+			r.failing.fail = nil
+			if err != nil || s.User != "alice" {
+				t.Fatalf("Renew() with reading values failing = %+v, %v; want alice's session, nil", s, err)
+			}
+			c := sessionCookie(t, rec.Result())
+			wantCookie(t, "Renew with reading values failing", c, int(retailhttp.DefaultSessionMaxAge/time.Second))
+			wantSession(t, r.m, "the new cookie", c, s)
+			wantNoSession(t, r.m, "the old cookie", old)
+			if got := logs.String(); !strings.Contains(got, errStoreDown.Error()) {
+				t.Errorf("log = %q, want the Store's error logged", got)
+			}
+		})
+	}
+}
