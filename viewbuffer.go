@@ -45,7 +45,9 @@ func (b *viewBuffer) add(item string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.pending[item]++
-	if len(b.pending) == 1 && !b.closed {
+	// The first view of an empty buffer opens the window; later ones,
+	// of this item or another, wait for its end.
+	if len(b.pending) == 1 && b.pending[item] == 1 && !b.closed {
 		if b.timer == nil {
 			b.timer = time.AfterFunc(b.every, b.flushLater)
 		} else {

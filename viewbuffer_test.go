@@ -78,6 +78,31 @@ func TestStore_SendsViewsWithinTheWindow(t *testing.T) {
 	})
 }
 
+// A window opens with the first view of a buffer that held none: views of
+// the same item arriving within the window do not put its end off, so a
+// steady stream of views of one item is still sent every ViewFlush.
+func TestStore_SteadyViewsOfOneItemAreSentEachWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fakeDriver{}
+		s := retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: 5 * time.Millisecond})
+		defer s.Close()
+		for range 10 {
+			if err := s.CountView(t.Context(), "a"); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		time.Sleep(5 * time.Millisecond)
+		synctest.Wait()
+		// Views at 0, 2, ... 18 ms: windows open at 0, 6, 12 and 18 ms,
+		// each with the views of the next 5 ms.
+		want := []string{`CountViews("a"×3)`, `CountViews("a"×3)`, `CountViews("a"×3)`, `CountViews("a"×1)`}
+		if diff := cmp.Diff(want, d.recorded()); diff != "" {
+			t.Errorf("calls reaching the driver (-want +got):\n%s", diff)
+		}
+	})
+}
+
 func TestStore_CloseSendsTheViewsLeft(t *testing.T) {
 	d := &fakeDriver{}
 	s := retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: time.Hour})
