@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/retailkit/retail"
@@ -245,35 +246,41 @@ func TestPageCache_FetchNilPageIsNotShared(t *testing.T) {
 // (and fails) itself, so the test asserts that most callers waited instead
 // of rendering.
 func TestPageCache_RenderErrorReachesWaiters(t *testing.T) {
-	const callers = 8
-	ctx := context.Background()
-	c, s, _ := newCountingCache(t)
-	u := mustParse(t, "http://test.com/?item=itemX")
+	// In a bubble, synctest.Wait tells when every caller waits: the
+	// first in its render, the others on its flight, none still on its
+	// way to the flight (which would render again once the first failed).
+	synctest.Test(t, func(t *testing.T) {
+		const callers = 8
+		ctx := context.Background()
+		c, s, _ := newCountingCache(t)
+		u := mustParse(t, "http://test.com/?item=itemX")
 
-	errRender := errors.New("render failed")
-	var renders atomic.Int64
-	h := newHolder()
-	render := func(context.Context) ([]byte, error) {
-		renders.Add(1)
-		h.hold()
-		return nil, errRender
-	}
-	var wg sync.WaitGroup
-	for i := range callers {
-		wg.Go(func() {
-			if body, hit, err := c.CacheRequest(asCaller(ctx, i), u, render); !errors.Is(err, errRender) || body != nil || hit {
-				t.Errorf("caller %d: CacheRequest = %q, %v, %v, want nil, false, %v", i, body, hit, err, errRender)
-			}
-		})
-	}
-	h.releaseWhenAllWait(t, s, callers)
-	wg.Wait()
-	if got := renders.Load(); got < 1 || got >= callers {
-		t.Errorf("render calls = %d for %d callers, want 1, and a late caller or two at most", got, callers)
-	}
-	if hasPage(t, s, u) {
-		t.Errorf("a failed render was cached")
-	}
+		errRender := errors.New("render failed")
+		var renders atomic.Int64
+		release := make(chan struct{})
+		render := func(context.Context) ([]byte, error) {
+			renders.Add(1)
+			<-release
+			return nil, errRender
+		}
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Go(func() {
+				if body, hit, err := c.CacheRequest(asCaller(ctx, i), u, render); !errors.Is(err, errRender) || body != nil || hit {
+					t.Errorf("caller %d: CacheRequest = %q, %v, %v, want nil, false, %v", i, body, hit, err, errRender)
+				}
+			})
+		}
+		synctest.Wait()
+		close(release)
+		wg.Wait()
+		if got := renders.Load(); got != 1 {
+			t.Errorf("render calls = %d for %d callers, want 1", got, callers)
+		}
+		if hasPage(t, s, u) {
+			t.Errorf("a failed render was cached")
+		}
+	})
 }
 
 func TestPageCache_CanceledRenderDoesNotFailWaiters(t *testing.T) {
