@@ -215,10 +215,11 @@ func TestCache_CartAndValueReadTheSessionOnce(t *testing.T) {
 					return err
 				},
 			} {
-				// Read until the cache has heard of the writes: at most a
-				// few reads go to the server meanwhile (see ownWrites).
+				// Read until the cache has heard of the writes (until then
+				// reads go to the server too, see ownWrites); the deadline
+				// is a watchdog, not a measure.
 				var lookups uint64
-				for range 100 {
+				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 					before := s.Stats()
 					if err := read(); err != nil {
 						t.Fatalf("%s of %s: %v", name, tc.token, err)

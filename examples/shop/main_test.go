@@ -1,74 +1,23 @@
 package main
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
+
+	"github.com/retailkit/retail/examples/internal/webshop/webshoptest"
 )
 
-const waitLimit = 10 * time.Second
+const waitLimit = webshoptest.WaitLimit
 
-// syncBuffer is an io.Writer that the shop writes to while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-var servingRE = regexp.MustCompile(`serving on (http://\S+)`)
-
-// startShop runs the shop with args on a free port until the test ends and
-// returns its base URL.
+// startShop runs this command with args until the test ends and returns
+// its base URL.
 func startShop(t *testing.T, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), &stdout, &stderr) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("run after cancel = %v, want nil", err)
-			}
-		case <-time.After(waitLimit):
-			t.Errorf("run did not return within %v of cancel", waitLimit)
-		}
-	})
-	deadline := time.Now().Add(waitLimit)
-	for {
-		if m := servingRE.FindStringSubmatch(stdout.String()); m != nil {
-			return m[1]
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("run returned %v before serving; stderr:\n%s", err, stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run printed no address within %v; stdout: %q", waitLimit, stdout.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return webshoptest.Start(t, run, args...).Base
 }
 
 func get(t *testing.T, c *http.Client, u string) (int, string) {

@@ -15,13 +15,13 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/backend/memory"
+	"github.com/retailkit/retail/examples/internal/webshop/webshoptest"
 	"github.com/retailkit/retail/retailhttp"
 )
 
@@ -543,51 +543,11 @@ func TestShop_RefusesCrossOriginPosts(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader in different
-// goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-var servingRE = regexp.MustCompile(`serving on (http://\S+)`)
-
 func TestRun_ServesUntilCanceled(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stdout, stderr syncBuffer
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, []string{"-addr", "127.0.0.1:0"}, &stdout, &stderr, Extension{}) }()
-
-	var base string
-	deadline := time.Now().Add(waitLimit)
-	for base == "" {
-		if m := servingRE.FindStringSubmatch(stdout.String()); m != nil {
-			base = m[1]
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("run returned %v before serving; stderr:\n%s", err, stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run printed no address within %v; stdout: %q", waitLimit, stdout.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	shop := webshoptest.Start(t, func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		return Run(ctx, args, stdout, stderr, Extension{})
+	})
+	base := shop.Base
 	client := &http.Client{Timeout: waitLimit}
 	res, err := client.Get(base + "/item?item=kettle")
 	if err != nil {
@@ -599,20 +559,14 @@ func TestRun_ServesUntilCanceled(t *testing.T) {
 		t.Errorf("GET /item?item=kettle: status %d, want 200 with the kettle", res.StatusCode)
 	}
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("run after cancel = %v, want nil", err)
-		}
-	case <-time.After(waitLimit):
-		t.Fatalf("run did not return within %v of cancel", waitLimit)
+	if err := shop.Stop(); err != nil {
+		t.Errorf("run after cancel = %v, want nil", err)
 	}
-	if !strings.Contains(stdout.String(), "shop: stopped") {
-		t.Errorf("stdout = %q, want it to end with shop: stopped", stdout.String())
+	if !strings.Contains(shop.Stdout.String(), "shop: stopped") {
+		t.Errorf("stdout = %q, want it to end with shop: stopped", shop.Stdout.String())
 	}
-	if stderr.String() != "" {
-		t.Errorf("stderr = %q, want nothing logged", stderr.String())
+	if shop.Stderr.String() != "" {
+		t.Errorf("stderr = %q, want nothing logged", shop.Stderr.String())
 	}
 }
 
@@ -623,7 +577,7 @@ func TestRun_RejectsBadFlags(t *testing.T) {
 		{"-addr", "256.0.0.1:99999"},
 		{"-nope"},
 	} {
-		var out syncBuffer
+		var out webshoptest.Output
 		if err := Run(context.Background(), args, &out, &out, Extension{}); err == nil {
 			t.Errorf("Run(%q) = nil, want an error", args)
 		}
