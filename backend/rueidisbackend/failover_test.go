@@ -311,7 +311,9 @@ func TestFailover_LogoutUserEndsSessionsTheIndexLost(t *testing.T) {
 	if err := cl.WaitHealthy(30*time.Second, down); err != nil {
 		t.Fatal(err)
 	}
+	mu.Lock()
 	n := len(started)
+	mu.Unlock()
 	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(started) > n+500 })
 	cancel()
 	wg.Wait()
