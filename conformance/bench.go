@@ -37,8 +37,10 @@ const zipfS = 1.1
 // times, and preloaded (outside
 // the timer) with RETAIL_BENCH_SESSIONS sessions (default 1,000,000) that
 // viewed RETAIL_BENCH_ITEMS items (default 100,000) with skewed popularity.
-// Each sub-benchmark reports allocations and ops/s; CleanSessions also
-// reports sessions/s.
+// Each sub-benchmark reports allocations and ops/s; those of one call
+// also report cpu-µs/op, the CPU time the process spent a call (for a
+// store on a redis-server, what its client costs; unreported where the
+// system does not tell), and CleanSessions reports sessions/s.
 func Benchmark(b *testing.B, newStore Factory) {
 	p := population{sessions: envInt(b, sessionsEnv, defaultSessions), items: envInt(b, itemsEnv, defaultItems)}
 	p.tokens = make([]string, p.sessions)
@@ -307,13 +309,35 @@ func measure(b *testing.B, op func(ctx context.Context, i int) error) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	i := 0
+	cpu := startCPU()
 	for b.Loop() {
 		if err := op(ctx, i); err != nil {
 			b.Fatal(err)
 		}
 		i++
 	}
+	cpu.report(b)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+}
+
+// cpuMeter measures the CPU time this process spends on a benchmark's
+// calls: the store's client side, and its server too when that runs in the
+// process (the memory backend, miniredis), but not a redis-server's.
+type cpuMeter struct {
+	start time.Duration
+	ok    bool
+}
+
+func startCPU() cpuMeter {
+	start, ok := processCPU()
+	return cpuMeter{start, ok}
+}
+
+// report adds the CPU µs a call, if the system tells process CPU time.
+func (m cpuMeter) report(b *testing.B) {
+	if end, ok := processCPU(); m.ok && ok && b.N > 0 {
+		b.ReportMetric(float64(end-m.start)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
+	}
 }
 
 // measureParallel times op from benchCallers goroutines (at least one a
@@ -325,6 +349,7 @@ func measureParallel(b *testing.B, p *population, seed *atomic.Uint64, op func(c
 	b.ReportAllocs()
 	b.SetParallelism(max(1, benchCallers/runtime.GOMAXPROCS(0)))
 	b.ResetTimer()
+	cpu := startCPU()
 	b.RunParallel(func(pb *testing.PB) {
 		r, z := p.picker(seed.Add(1))
 		for pb.Next() {
@@ -334,5 +359,6 @@ func measureParallel(b *testing.B, p *population, seed *atomic.Uint64, op func(c
 			}
 		}
 	})
+	cpu.report(b)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 }

@@ -28,7 +28,7 @@ func (s *store) writeCart(ctx context.Context, token, item string, n int, mode s
 		keys: []string{key},
 		args: []string{item, itoa(n), mode},
 	})
-	s.own.changed(key + allRecord) // until the cache has heard, Cart reads the server (the login and recent items stay)
+	s.own.changed(recordOf(key).all()) // until the cache has heard, Cart reads the server (the login and recent items stay)
 	if err != nil {
 		return 0, 0, err
 	}

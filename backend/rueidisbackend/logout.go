@@ -175,7 +175,7 @@ func (s *store) LogoutUser(ctx context.Context, user string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	s.own.wrote(out, []byte(at))
+	s.own.wrote(recordOf(out), []byte(at))
 	flat, err := reply[1].AsStrSlice()
 	if err != nil {
 		return 0, err

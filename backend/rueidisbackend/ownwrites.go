@@ -3,7 +3,6 @@ package rueidisbackend
 import (
 	"hash/maphash"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,9 +35,28 @@ type ownWrites struct {
 
 type ownShard struct {
 	mu    sync.Mutex
-	m     map[string]written
-	swept time.Time // when records older than forgetAfter were last dropped
+	m     map[record]written
+	swept time.Duration // when records older than forgetAfter were last dropped
 }
+
+// record names what reads of a key answer: a 128-bit seeded hash of the
+// key. A shard's map then holds no pointer for the garbage collector to
+// follow, and a lookup reads no key elsewhere in memory. Under load the
+// records number hundreds of thousands (two per session written in the
+// last forgetAfter); with the keys themselves as map keys, they cost
+// UpdateToken a sixth of its client CPU (see docs/performance.md). Two
+// keys share a record with probability 2^-128.
+type record struct{ a, b uint64 }
+
+var recordSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+func recordOf(key string) record {
+	return record{maphash.String(recordSeeds[0], key), maphash.String(recordSeeds[1], key)}
+}
+
+// all names the HGETALL reads of the hash whose HMGET reads r names: they
+// answer something else.
+func (r record) all() record { return record{r.a, ^r.b} }
 
 type written struct {
 	sum    uint64 // maphash of the value; 0 with absent or unknown
@@ -46,7 +64,7 @@ type written struct {
 	// unknown is whether the value is not known: the key changed, and
 	// reads go to the server until one has told what it holds.
 	unknown bool
-	at      time.Time
+	at      time.Duration // when, on ownClock
 	gen     uint64
 }
 
@@ -54,50 +72,55 @@ const forgetAfter = 10 * time.Second
 
 var seed = maphash.MakeSeed()
 
-func (o *ownWrites) shard(key string) *ownShard {
-	return &o.shards[maphash.String(seed, key)%uint64(len(o.shards))]
+// ownClock returns the time on the process's monotonic clock.
+func ownClock() time.Duration { return time.Since(ownEpoch) }
+
+var ownEpoch = time.Now()
+
+func (o *ownWrites) shard(r record) *ownShard {
+	return &o.shards[r.a%uint64(len(o.shards))]
 }
 
-// wrote records that key now holds value.
-func (o *ownWrites) wrote(key string, value []byte) {
-	o.put(key, written{sum: maphash.Bytes(seed, value), at: time.Now()})
+// wrote records that the key r names now holds value.
+func (o *ownWrites) wrote(r record, value []byte) {
+	o.put(r, written{sum: maphash.Bytes(seed, value)})
 }
 
-// wroteArray records that a read of key answers the array elems, as
-// HMGET of the fields a script wrote and returned.
-func (o *ownWrites) wroteArray(key string, elems []rueidis.RedisMessage) {
+// wroteArray records that a read of the key r names answers the array
+// elems, as HMGET of the fields a script wrote and returned.
+func (o *ownWrites) wroteArray(r record, elems []rueidis.RedisMessage) {
 	sum, ok := digestArray(elems)
 	if !ok {
-		o.changed(key)
+		o.changed(r)
 		return
 	}
-	o.put(key, written{sum: sum, at: time.Now()})
+	o.put(r, written{sum: sum})
 }
 
-// deleted records that key no longer exists.
-func (o *ownWrites) deleted(key string) { o.put(key, written{absent: true, at: time.Now()}) }
+// deleted records that the key r names no longer exists.
+func (o *ownWrites) deleted(r record) { o.put(r, written{absent: true}) }
 
-// changed records that key changed to a value the caller does not know:
-// a script wrote some of a hash's fields, say.
-func (o *ownWrites) changed(key string) { o.put(key, written{unknown: true, at: time.Now()}) }
+// changed records that the key r names changed to a value the caller does
+// not know: a script wrote some of a hash's fields, say.
+func (o *ownWrites) changed(r record) { o.put(r, written{unknown: true}) }
 
-func (o *ownWrites) put(key string, w written) {
-	key = strings.Clone(key) // the caller's may share memory with more
-	w.gen = o.gen.Add(1)
-	sh := o.shard(key)
+func (o *ownWrites) put(r record, w written) {
+	w.gen, w.at = o.gen.Add(1), ownClock()
+	sh := o.shard(r)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.m == nil {
-		sh.m = make(map[string]written)
+		sh.m = make(map[record]written)
 	}
-	if _, ok := sh.m[key]; !ok {
+	held := len(sh.m)
+	sh.m[r] = w
+	if len(sh.m) > held {
 		o.n.Add(1)
 	}
-	sh.m[key] = w
-	if w.at.Sub(sh.swept) > time.Second {
+	if w.at-sh.swept > time.Second {
 		sh.swept = w.at
 		for k, v := range sh.m {
-			if w.at.Sub(v.at) > forgetAfter {
+			if w.at-v.at > forgetAfter {
 				delete(sh.m, k)
 				o.n.Add(-1)
 			}
@@ -105,36 +128,36 @@ func (o *ownWrites) put(key string, w written) {
 	}
 }
 
-// fresh reports whether a cached read of key (msg, or a nil reply if err is
-// a Redis nil) may be returned, dropping the record once the cache agrees.
+// fresh reports whether a cached read of the key r names (msg, or a nil
+// reply if err is a Redis nil) may be returned, dropping the record once the cache agrees.
 // If not, gen identifies the record to pass to seen.
-func (o *ownWrites) fresh(key string, msg rueidis.RedisMessage, err error) (ok bool, gen uint64) {
+func (o *ownWrites) fresh(r record, msg rueidis.RedisMessage, err error) (ok bool, gen uint64) {
 	if o.n.Load() == 0 {
 		return true, 0
 	}
-	sh := o.shard(key)
+	sh := o.shard(r)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	w, found := sh.m[key]
+	w, found := sh.m[r]
 	if !found {
 		return true, 0
 	}
-	if matches(w, msg, err) || time.Since(w.at) > forgetAfter {
-		delete(sh.m, key)
+	if matches(w, msg, err) || ownClock()-w.at > forgetAfter {
+		delete(sh.m, r)
 		o.n.Add(-1)
 		return true, 0
 	}
 	return false, w.gen
 }
 
-// seen notes a server read of key made after fresh returned gen: if another
-// process has written key since our write, the cache is to be compared with
-// that value from now on.
-func (o *ownWrites) seen(key string, gen uint64, msg rueidis.RedisMessage, err error) {
-	sh := o.shard(key)
+// seen notes a server read of the key r names made after fresh returned
+// gen: if another process has written the key since our write, the cache
+// is to be compared with that value from now on.
+func (o *ownWrites) seen(r record, gen uint64, msg rueidis.RedisMessage, err error) {
+	sh := o.shard(r)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	w, ok := sh.m[key]
+	w, ok := sh.m[r]
 	if !ok || w.gen != gen || matches(w, msg, err) {
 		return
 	}
@@ -146,7 +169,7 @@ func (o *ownWrites) seen(key string, gen uint64, msg rueidis.RedisMessage, err e
 		return
 	}
 	w.unknown = false
-	sh.m[key] = w
+	sh.m[r] = w
 }
 
 func matches(w written, msg rueidis.RedisMessage, err error) bool {

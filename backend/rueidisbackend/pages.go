@@ -63,7 +63,7 @@ func (s *store) SetPage(ctx context.Context, key string, body []byte, ttl time.D
 	if err := s.c.Do(ctx, s.c.B().Set().Key(k).Value(rueidis.BinaryString(v)).PxMilliseconds(px).Build()).Error(); err != nil {
 		return err
 	}
-	s.own.wrote(k, v)
+	s.own.wrote(recordOf(k), v)
 	return nil
 }
 
@@ -131,7 +131,7 @@ func (s *store) SetItemPage(ctx context.Context, item, key string, body []byte, 
 	if err := res[0].Error(); err != nil {
 		return err
 	}
-	s.own.wrote(k, v)
+	s.own.wrote(recordOf(k), v)
 	return res[1].Error()
 }
 
@@ -141,7 +141,7 @@ func (s *store) DeletePage(ctx context.Context, key string) error {
 	if err := s.c.Do(ctx, s.c.B().Del().Key(k).Build()).Error(); err != nil {
 		return err
 	}
-	s.own.deleted(k)
+	s.own.deleted(recordOf(k))
 	return nil
 }
 
@@ -179,7 +179,7 @@ func (s *store) PurgeItemPages(ctx context.Context, item string) (int, error) {
 				continue
 			}
 			if got > 0 {
-				s.own.deleted(s.k.page(members[i]))
+				s.own.deleted(recordOf(s.k.page(members[i])))
 			}
 			if got == 2 {
 				n++

@@ -77,7 +77,7 @@ func (s *store) ClaimDueRows(ctx context.Context, limit int) ([]string, error) {
 			if err := r.Error(); err != nil {
 				return nil, err
 			}
-			s.own.deleted(s.k.row(dropped[i]))
+			s.own.deleted(recordOf(s.k.row(dropped[i])))
 		}
 	}
 	if len(claimed) == 0 {
@@ -101,6 +101,6 @@ func (s *store) SetRow(ctx context.Context, row string, data []byte) error {
 	if err := s.c.Do(ctx, s.c.B().Set().Key(k).Value(rueidis.BinaryString(data)).Build()).Error(); err != nil {
 		return err
 	}
-	s.own.wrote(k, data)
+	s.own.wrote(recordOf(k), data)
 	return nil
 }

@@ -198,7 +198,7 @@ func (s *store) sessionArgs(now int64, extra ...string) []string {
 // through the client-side cache: HMGET key login recent, which changes only
 // when the session is written. found is false if there is no session.
 func (s *store) cachedSession(ctx context.Context, key string) (l login, recent string, found bool, err error) {
-	msg, err := s.cachedRead(ctx, key, s.c.B().Hmget().Key(key).Field("login", "recent").Cache(),
+	msg, err := s.cachedRead(ctx, recordOf(key), s.c.B().Hmget().Key(key).Field("login", "recent").Cache(),
 		func() rueidis.Completed { return s.c.B().Hmget().Key(key).Field("login", "recent").Build() })
 	if err != nil {
 		return login{}, "", false, err
@@ -221,7 +221,7 @@ func (s *store) cachedSession(ctx context.Context, key string) (l login, recent 
 // cachedFields reads all of the session's hash (its cart and values among
 // them) through the client-side cache.
 func (s *store) cachedFields(ctx context.Context, key string) (map[string]string, error) {
-	msg, err := s.cachedRead(ctx, key+allRecord, s.c.B().Hgetall().Key(key).Cache(),
+	msg, err := s.cachedRead(ctx, recordOf(key).all(), s.c.B().Hgetall().Key(key).Cache(),
 		func() rueidis.Completed { return s.c.B().Hgetall().Key(key).Build() })
 	if err != nil {
 		return nil, err
@@ -229,19 +229,16 @@ func (s *store) cachedFields(ctx context.Context, key string) (map[string]string
 	return msg.AsStrMap()
 }
 
-// allRecord names a session's HGETALL reads in ownWrites, apart from its
-// HMGET reads, which get another answer.
-const allRecord = "\x00all"
-
 // sessionWritten records that this process wrote the session in key (or
 // deleted it), so that its reads go to the server until the client-side
 // cache has heard (see ownWrites).
 func (s *store) sessionWritten(key string, deleted bool) {
-	for _, name := range []string{key, key + allRecord} {
+	r := recordOf(key)
+	for _, r := range []record{r, r.all()} {
 		if deleted {
-			s.own.deleted(name)
+			s.own.deleted(r)
 		} else {
-			s.own.changed(name)
+			s.own.changed(r)
 		}
 	}
 }
@@ -251,9 +248,10 @@ func (s *store) sessionWritten(key string, deleted bool) {
 // read or wrote it answered, and, if wrote, that its other fields may have
 // changed too (see ownWrites).
 func (s *store) sessionHolds(key string, view []rueidis.RedisMessage, wrote bool) {
-	s.own.wroteArray(key, view)
+	r := recordOf(key)
+	s.own.wroteArray(r, view)
 	if wrote {
-		s.own.changed(key + allRecord)
+		s.own.changed(r.all())
 	}
 }
 
