@@ -129,8 +129,8 @@ func (o *ownWrites) put(r record, w written) {
 }
 
 // fresh reports whether a cached read of the key r names (msg, or a nil
-// reply if err is a Redis nil) may be returned, dropping the record once the cache agrees.
-// If not, gen identifies the record to pass to seen.
+// reply if err is a Redis nil) may be returned, dropping the record once
+// the cache agrees. If not, gen identifies the record to pass to seen.
 func (o *ownWrites) fresh(r record, msg rueidis.RedisMessage, err error) (ok bool, gen uint64) {
 	if o.n.Load() == 0 {
 		return true, 0

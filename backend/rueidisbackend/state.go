@@ -233,8 +233,8 @@ func (s *store) cachedFields(ctx context.Context, key string) (map[string]string
 // deleted it), so that its reads go to the server until the client-side
 // cache has heard (see ownWrites).
 func (s *store) sessionWritten(key string, deleted bool) {
-	r := recordOf(key)
-	for _, r := range []record{r, r.all()} {
+	hmget := recordOf(key)
+	for _, r := range []record{hmget, hmget.all()} {
 		if deleted {
 			s.own.deleted(r)
 		} else {
