@@ -172,10 +172,27 @@ func newBrowser(t *testing.T, path, base string, extra ...chromedp.ExecAllocator
 	)
 	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
+	// chromedp logs from goroutines of its own, which may outlive the
+	// test; logging through t after it ends panics, so the log stops at
+	// cleanup.
+	var (
+		logMu  sync.Mutex
+		logEnd bool
+	)
+	logf := func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		if !logEnd {
+			t.Logf(format, args...)
+		}
+	}
+	ctx, cancelTab := chromedp.NewContext(actx, chromedp.WithErrorf(logf))
 	t.Cleanup(func() {
 		cancelTab()
 		cancelAlloc()
+		logMu.Lock()
+		logEnd = true
+		logMu.Unlock()
 	})
 	// Start the browser now, under a watchdog: the context of the first
 	// call lives as long as the browser, so it has no timeout of its own.
