@@ -160,20 +160,20 @@ func TestStore_SessionLimitFailureEndsTheLoginsSession(t *testing.T) {
 	errOwn := &driverError{"ending the login's session failed"}
 	sessions := []driver.SessionInfo{alices("t", 9, 9), alices("u", 0, 0), alices("v", 1, 1)}
 	logins := []struct {
-		name, op, token string
-		login           func(s retail.Store) (bool, error)
-		sent            string // the login's own driver call
+		name, op string
+		login    func(s retail.Store) (bool, error)
+		sent     string // the login's own driver call
 	}{
-		{"StartSession", "StartSession", "t", func(s retail.Store) (bool, error) {
+		{"StartSession", "StartSession", func(s retail.Store) (bool, error) {
 			return s.StartSession(context.Background(), "t", "alice")
 		}, `StartSession(id("t"), "alice")`},
-		{"RenewSession", "RenewSession", "w", func(s retail.Store) (bool, error) {
+		{"RenewSession", "RenewSession", func(s retail.Store) (bool, error) {
 			return s.RenewSession(context.Background(), "w", "t", "alice")
 		}, `RenewSession(id("w"), id("t"), "alice")`},
-		{"StartSessionFor", "StartSessionFor", "t", func(s retail.Store) (bool, error) {
+		{"StartSessionFor", "StartSessionFor", func(s retail.Store) (bool, error) {
 			return s.StartSessionFor(context.Background(), "t", "alice", retail.SessionOptions{Lifetime: time.Hour})
 		}, `StartSession(id("t"), "alice")`},
-		{"RenewSessionFor", "RenewSessionFor", "w", func(s retail.Store) (bool, error) {
+		{"RenewSessionFor", "RenewSessionFor", func(s retail.Store) (bool, error) {
 			return s.RenewSessionFor(context.Background(), "w", "t", "alice", retail.SessionOptions{Label: "phone"})
 		}, `RenewSession(id("w"), id("t"), "alice")`},
 	}

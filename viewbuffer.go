@@ -44,10 +44,11 @@ func newViewBuffer(d driver.Store, every time.Duration, failures *counter) *view
 func (b *viewBuffer) add(item string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.pending[item]++
 	// The first view of an empty buffer opens the window; later ones,
 	// of this item or another, wait for its end.
-	if len(b.pending) == 1 && b.pending[item] == 1 && !b.closed {
+	opens := len(b.pending) == 0 && !b.closed
+	b.pending[item]++
+	if opens {
 		if b.timer == nil {
 			b.timer = time.AfterFunc(b.every, b.flushLater)
 		} else {

@@ -218,18 +218,21 @@ func TestCache_CartAndValueReadTheSessionOnce(t *testing.T) {
 				// Read until the cache has heard of the writes (until then
 				// reads go to the server too, see ownWrites); the deadline
 				// is a watchdog, not a measure.
-				var lookups uint64
+				var lookups, misses uint64
 				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 					before := s.Stats()
 					if err := read(); err != nil {
 						t.Fatalf("%s of %s: %v", name, tc.token, err)
 					}
 					after := s.Stats()
-					misses := after.ClientCacheMisses - before.ClientCacheMisses
+					misses = after.ClientCacheMisses - before.ClientCacheMisses
 					if lookups = after.ClientCacheHits - before.ClientCacheHits + misses; misses == 0 {
 						break
 					}
 					time.Sleep(time.Millisecond)
+				}
+				if misses != 0 {
+					t.Fatalf("%s of %s still missed the client-side cache %d times after 10 s", name, tc.token, misses)
 				}
 				if lookups != want {
 					t.Errorf("%s of %s (user %q) made %d cache lookups, want %d", name, tc.token, tc.user, lookups, want)

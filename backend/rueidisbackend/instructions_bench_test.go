@@ -91,7 +91,7 @@ func BenchmarkScriptInstructions(b *testing.B) {
 		b    *batcher
 		call func(i int) batchCall
 	}{
-		{"UpdateToken", s.batches.update, func(i int) batchCall { return s.updateCall(token(i), user(i), item(), "") }},
+		{"UpdateToken", s.batches.update, func(i int) batchCall { return s.updateCall(s.k.session(token(i)), token(i), user(i), item(), "") }},
 		{"RefreshSession", s.batches.refresh, func(i int) batchCall {
 			stamp, now := s.nextStamp()
 			return s.sessionCall(now, s.k.session(token(i)), token(i), seenValue(stamp, now), item())

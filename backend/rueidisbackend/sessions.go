@@ -199,7 +199,7 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 		}
 	}
 	key := s.k.session(token)
-	msg, err := s.runBatched(ctx, s.batches.update, updateToken, s.updateCall(token, user, item, out))
+	msg, err := s.runBatched(ctx, s.batches.update, updateToken, s.updateCall(key, token, user, item, out))
 	reply, err := arrayOf(msg, err, 6)
 	if err != nil {
 		// The script may have run all the same (a call that gave up
@@ -253,12 +253,12 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	return nil
 }
 
-// updateCall is UpdateToken's call of update.lua for token's session,
-// with the instant of user's last LogoutUser read in a cluster (see
+// updateCall is UpdateToken's call of update.lua for token's session, in
+// key, with the instant of user's last LogoutUser read in a cluster (see
 // UpdateToken).
-func (s *store) updateCall(token, user, item, loggedOut string) batchCall {
+func (s *store) updateCall(key, token, user, item, loggedOut string) batchCall {
 	stamp, now := s.nextStamp()
-	c := s.sessionCall(now, s.k.session(token), token, seenValue(stamp, now), user, item, loggedOut)
+	c := s.sessionCall(now, key, token, seenValue(stamp, now), user, item, loggedOut)
 	if !s.cluster {
 		c.keys = append(c.keys, s.k.user(user), s.k.loggedOut(user))
 	}

@@ -27,7 +27,7 @@ import (
 
 // waitLimit bounds every wait in these tests: a watchdog, not a
 // performance threshold.
-const waitLimit = 30 * time.Second
+const waitLimit = webshoptest.WaitLimit
 
 // testShop is a shop served by httptest.
 type testShop struct {
