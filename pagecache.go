@@ -204,6 +204,7 @@ func (c *PageCache) Lookup(ctx context.Context, u *url.URL) (p *CachedPage, ok b
 // that the Stats account for every request.
 func init() {
 	hooks.CountPageBypass = func(c any) { c.(*PageCache).stats.pageBypasses.Add(1) }
+	hooks.KeyedQuery = func(c any, u *url.URL) (string, bool) { return c.(*PageCache).keyedQuery(u) }
 }
 
 func (c *PageCache) lookup(ctx context.Context, key string) (*CachedPage, bool, error) {
@@ -229,6 +230,9 @@ func (c *PageCache) lookup(ctx context.Context, key string) (*CachedPage, bool, 
 // render returns the page to cache and share, or a nil page and a nil
 // error for a page that it rendered but that must be neither cached nor
 // shared (it turned out personal, or it was already sent to a client).
+// The page is served to every visitor of its key, so it must not show
+// anything of u that the key leaves out, such as its tracking parameters;
+// retailhttp's middleware renders without them.
 // Concurrent misses for one key on the same PageCache render once: the
 // other calls wait and get the page that render returned; if it returned
 // none, or failed only because its caller's context ended, each waiting

@@ -85,6 +85,29 @@ func (c *PageCache) key(u *url.URL) (key string, canonical, ok bool) {
 	return key, canonical, true
 }
 
+// keyedQuery returns u's query without its tracking parameters, and
+// whether it had any; if it had none, or its query does not parse, query
+// is "".
+func (c *PageCache) keyedQuery(u *url.URL) (query string, dropped bool) {
+	if u.RawQuery == "" {
+		return "", false
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return "", false
+	}
+	for name := range q {
+		if c.tracking(name) && !c.params[name] {
+			delete(q, name)
+			dropped = true
+		}
+	}
+	if !dropped {
+		return "", false
+	}
+	return q.Encode(), true
+}
+
 // canonicalPath returns the canonical form of u's path (see
 // [PageCache.Key]) and whether u's escaped path is that form. An empty
 // path is "/".

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -187,10 +188,17 @@ type LoginOptions struct {
 }
 
 // cookieKey is the session value under which LoginWith records a login's
-// cookie when it is not Login's, so that Renew sets the same kind: "session"
-// for a browser-session cookie, or the Unix ms at which a persistent one
-// expires. It counts against retail.MaxSessionValues.
+// cookie when it is not Login's, so that Renew sets the same kind, expiring
+// when the login's did: the Unix ms at which the login's cookie expires (in
+// signed-cookie mode, the expiry signed into it), after "session:" for a
+// browser-session cookie. A bare "session", as recorded before the expiry
+// was, is a browser-session cookie expiring MaxAge from the Renew. It
+// counts against retail.MaxSessionValues.
 const cookieKey = "retailhttp:cookie"
+
+// browserKind starts the record of a browser-session login's cookie (see
+// cookieKey).
+const browserKind = "session"
 
 // LoginWith is [SessionManager.Login] with the choices opts makes: a
 // browser-session or a persistent cookie, and the session's own lifetime,
@@ -203,10 +211,11 @@ const cookieKey = "retailhttp:cookie"
 //	_, err := sessions.LoginWith(r.Context(), w, user, opts)
 //
 // The choices hold until the next login: Renew keeps the session's
-// lifetime and sets a cookie of the same kind, a persistent one expiring
-// when the login's did. LoginWith with a Lifetime or BrowserSession
-// records them in a session value (one of retail.MaxSessionValues); a
-// login without either drops it.
+// lifetime and sets a cookie of the same kind, expiring when the login's
+// did: a persistent one by its Max-Age, and in signed-cookie mode either
+// kind by the expiry signed into it. LoginWith with a Lifetime or
+// BrowserSession records them in a session value (one of
+// retail.MaxSessionValues); a login without either drops it.
 func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, user string, opts LoginOptions) (Session, error) {
 	rs, err := m.request(ctx, "Login")
 	if err != nil {
@@ -263,7 +272,7 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 	case opts.Lifetime != 0 || opts.BrowserSession:
 		kind := strconv.FormatInt(expires.UnixMilli(), 10)
 		if opts.BrowserSession {
-			kind = "session"
+			kind = browserKind + ":" + kind
 		}
 		err = m.store.SetValue(ctx, s.Token, cookieKey, []byte(kind))
 	case renewed:
@@ -339,22 +348,29 @@ func (m *SessionManager) Renew(ctx context.Context, w http.ResponseWriter) (Sess
 		m.setCookie(w, value)
 		return s, nil
 	}
-	if string(kind) == "session" {
+	if string(kind) == browserKind { // recorded without the expiry
 		http.SetCookie(w, m.cookie(value, 0))
 		return s, nil
 	}
-	until, perr := strconv.ParseInt(string(kind), 10, 64)
+	rest, browser := strings.CutPrefix(string(kind), browserKind+":")
+	until, perr := strconv.ParseInt(rest, 10, 64)
 	if perr != nil {
 		m.setCookie(w, value)
 		return s, nil
 	}
+	// The login's expiry, in the signature too: a Renew neither moves
+	// the signed bound past what LoginWith chose nor cuts it short.
 	left := time.UnixMilli(until).Sub(m.opts.Clock.Now())
 	if m.signer != nil {
 		if value, err = m.cookieValueUntil(s, time.UnixMilli(until)); err != nil {
 			return s, err
 		}
 	}
-	http.SetCookie(w, m.cookie(value, max(int(left/time.Second), 1)))
+	if browser {
+		http.SetCookie(w, m.cookie(value, 0))
+	} else {
+		http.SetCookie(w, m.cookie(value, max(int(left/time.Second), 1)))
+	}
 	return s, nil
 }
 

@@ -65,13 +65,18 @@ type PageMiddlewareOptions struct {
 //   - its status is 200 OK;
 //   - it sets no cookie;
 //   - its Cache-Control has none of private, no-store and no-cache;
-//   - it has no Vary header and declares no trailers;
+//   - it has no Vary header and declares or sets no trailers (a response
+//     that does is passed through, its trailers included);
 //   - it fits, with its header, in [retail.MaxPageSize] bytes, and the
 //     handler did not flush it early.
 //
 // Entries are [retail.CachedPage] values (status, header and body) under
 // [retail.PageCache.Key] of the request's host, path and query, so query
-// order, host case and tracking parameters do not matter. A page has one
+// order, host case and tracking parameters do not matter. A page stored
+// for a request with tracking parameters is rendered without them (the
+// handler sees the URL without them), since it is served to every visitor
+// of its key: a page that showed them could be filled with a link of an
+// attacker's making. A page has one
 // key: a request whose path is not spelled in its canonical form (an
 // escaped letter, lower-case hex, a dot segment, a doubled or trailing
 // slash: /%69tem, /x/../item, /item/) is served by the handler as a
@@ -103,7 +108,9 @@ type PageMiddlewareOptions struct {
 // Cached responses (hits, and the response that filled the entry) carry
 // the entry's strong ETag, an Age header (whole seconds since the page
 // was stored, by the PageCache's clock) and Cache-Control: no-cache, or
-// public with a max-age if the PublicMaxAge option is set; this replaces
+// public with a max-age if the PublicMaxAge option is set (private if
+// middleware around this one set a cookie on the response, as the session
+// manager does when it clears a dead one); this replaces
 // any Cache-Control the handler set, since the cache decides how the page
 // is kept. A request whose If-None-Match matches the ETag (weak
 // comparison, a list, or "*") gets 304 Not Modified with those headers
@@ -241,7 +248,7 @@ func (m *PageMiddleware) serveGet(w http.ResponseWriter, r *http.Request, next h
 				rec.passed = true
 			}
 		}()
-		next.ServeHTTP(rec, r)
+		next.ServeHTTP(rec, withoutTracking(m.cache, r))
 		completed = true
 		if err := ctx.Err(); err != nil {
 			// The response may be cut short: send what there is and
@@ -281,6 +288,21 @@ func (m *PageMiddleware) serveGet(w http.ResponseWriter, r *http.Request, next h
 		}
 		passMiss(w, r, next)
 	}
+}
+
+// withoutTracking returns r, or, if its query has tracking parameters
+// (left out of its page's key), a shallow copy of r whose URL has them
+// removed, so that the page rendered for it is the page of its key.
+func withoutTracking(c *retail.PageCache, r *http.Request) *http.Request {
+	query, dropped := hooks.KeyedQuery(c, r.URL)
+	if !dropped {
+		return r
+	}
+	u := *r.URL
+	u.RawQuery = query
+	r = r.WithContext(r.Context())
+	r.URL, r.RequestURI, r.Form = &u, u.RequestURI(), nil
+	return r
 }
 
 // keyAttr is the cache key of r's page, for the log. The errors it goes

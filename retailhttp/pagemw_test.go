@@ -1171,3 +1171,130 @@ func TestPageMiddleware_SpellingsOfAPathAddOneEntry(t *testing.T) {
 		t.Errorf("Stats().PageBypasses = %d, want %d", st.PageBypasses, len(paths)-1)
 	}
 }
+
+// the trailer's value included, which the handler sets after the body.
+func TestPageMiddleware_PassesTrailersThrough(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		declare func(w http.ResponseWriter) // before the body
+		set     func(w http.ResponseWriter) // after it
+	}{
+		{"Declared", func(w http.ResponseWriter) { w.Header().Set("Trailer", "X-Sum") },
+			func(w http.ResponseWriter) { w.Header().Set("X-Sum", "42") }},
+		{"Prefixed", func(w http.ResponseWriter) {},
+			func(w http.ResponseWriter) { w.Header().Set(http.TrailerPrefix+"X-Sum", "42") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := newRankedStore(t)
+			c := newPageCache(t, s, retail.PageCacheOptions{})
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				tc.declare(w)
+				w.Write([]byte("itemX"))
+				tc.set(w)
+			})
+			mw := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{}).Handler(h)
+			const target = "http://shop.test/?item=itemX"
+			for i := range 2 {
+				rec := httptest.NewRecorder()
+				mw.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+				res := rec.Result()
+				if got := res.Trailer.Get("X-Sum"); got != "42" || rec.Body.String() != "itemX" {
+					t.Errorf("GET %d: body %q, trailer X-Sum %q (X-Cache %s); want itemX and 42", i+1, rec.Body, got, res.Header.Get("X-Cache"))
+				}
+			}
+			if pageStored(t, c, target) {
+				t.Errorf("a response with a trailer was cached")
+			}
+		})
+	}
+}
+
+// session cookie of every visitor it served the page to, logging them out.
+func TestPageMiddleware_CachedPageThatClearsACookieIsPrivate(t *testing.T) {
+	s, clock := newRankedStore(t)
+	c := newPageCache(t, s, retail.PageCacheOptions{TTL: 300 * time.Second, Clock: clock})
+	sm := newManager(t, s, retailhttp.SessionOptions{Clock: clock})
+	pm := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{PublicMaxAge: time.Minute})
+	h := sm.Handler(pm.Handler(&pageHandler{body: "itemX"}))
+	const target = "http://shop.test/?item=itemX"
+	request(h, http.MethodGet, target) // fills the entry
+	dead := "retail_session=" + "0123456789abcdef0123456789abcdef"
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		rec := request(h, method, target, "Cookie: "+dead)
+		res := rec.Result()
+		if !isCleared(res) {
+			t.Fatalf("%s with a dead session cookie does not clear it; Set-Cookie %q", method, res.Header["Set-Cookie"])
+		}
+		cc := res.Header.Get("Cache-Control")
+		if !strings.Contains(cc, "private") && !strings.Contains(cc, "no-store") {
+			t.Errorf("%s with a dead session cookie: X-Cache %s, Cache-Control %q with Set-Cookie %q; want private or no-store", method, res.Header.Get("X-Cache"), cc, res.Header["Set-Cookie"])
+		}
+	}
+}
+
+// Tracking parameters are left out of the page key, so a page rendered
+// for a URL with them is served to every visitor of the URL without them:
+// it is rendered without them, or an attacker's utm_source, which the
+// handler may show (a canonical or a share link), would be served to
+// everyone. Campaign traffic still fills the cache and is served from it.
+func TestPageMiddleware_RendersWithoutTrackingParameters(t *testing.T) {
+	s, _ := newRankedStore(t)
+	c := newPageCache(t, s, retail.PageCacheOptions{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write([]byte("itemX, shared from " + r.URL.Query().Get("utm_source") + r.FormValue("utm_source") + r.RequestURI))
+	})
+	mw := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{}).Handler(h)
+	first := request(mw, http.MethodGet, "http://shop.test/?item=itemX&utm_source=EVIL")
+	if got := first.Header().Get("X-Cache"); got != retailhttp.CacheMiss || strings.Contains(first.Body.String(), "EVIL") {
+		t.Errorf("GET /?item=itemX&utm_source=EVIL = %q, X-Cache %s; want a miss rendered without the tracking parameter", first.Body, got)
+	}
+	if !pageStored(t, c, "http://shop.test/?item=itemX") {
+		t.Fatalf("the page rendered for a URL with a tracking parameter was not stored")
+	}
+	for _, target := range []string{"http://shop.test/?item=itemX", "http://shop.test/?utm_source=other&item=itemX"} {
+		rec := request(mw, http.MethodGet, target)
+		if got := rec.Header().Get("X-Cache"); got != retailhttp.CacheHit || rec.Body.String() != first.Body.String() {
+			t.Errorf("GET %s = %q, X-Cache %s; want the stored page %q, a hit", target, rec.Body, got, first.Body)
+		}
+	}
+}
+
+// the response.
+func TestPageMiddleware_UnwrapBeforeTheHeaderKeepsTheHeaderSetSoFar(t *testing.T) {
+	s, _ := newRankedStore(t)
+	c := newPageCache(t, s, retail.PageCacheOptions{})
+	mw := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{}).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "private")
+		w.Header().Set("Set-Cookie", "retail_session=abc")
+		u := w.(interface{ Unwrap() http.ResponseWriter }).Unwrap()
+		u.Write([]byte("itemX for you"))
+	}))
+	rec := request(mw, http.MethodGet, "http://shop.test/?item=itemX")
+	h := rec.Result().Header
+	if h.Get("Cache-Control") != "private" || h.Get("Set-Cookie") != "retail_session=abc" {
+		t.Errorf("response written to the unwrapped writer: Cache-Control %q, Set-Cookie %q; want private and the handler's cookie", h.Get("Cache-Control"), h.Get("Set-Cookie"))
+	}
+}
+
+// as the canonical spelling does, and it must not be cached either.
+func TestPageMiddleware_HeaderKeysInAnyCaseMakeAResponsePersonal(t *testing.T) {
+	for _, k := range []string{"set-cookie", "SET-COOKIE", "cache-control", "vary", "trailer"} {
+		t.Run(k, func(t *testing.T) {
+			s, _ := newRankedStore(t)
+			c := newPageCache(t, s, retail.PageCacheOptions{})
+			v := map[string]string{"set-cookie": "retail_session=0123456789abcdef0123456789abcdef", "SET-COOKIE": "retail_session=0123456789abcdef0123456789abcdef",
+				"cache-control": "private", "vary": "Cookie", "trailer": "X-Sum"}[k]
+			mw := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{}).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header()[k] = []string{v}
+				w.Write([]byte("itemX for alice"))
+			}))
+			const target = "http://shop.test/?item=itemX"
+			request(mw, http.MethodGet, target)
+			if pageStored(t, c, target) {
+				rec := request(mw, http.MethodGet, target)
+				t.Errorf("a response with header %s: %s was cached; the next visitor got %q with header %q", k, v, rec.Body, rec.Header())
+			}
+		})
+	}
+}

@@ -111,9 +111,22 @@ func (rec *pageRecorder) EnableFullDuplex() error {
 // Unwrap gives http.ResponseController the underlying writer for what
 // the recorder does not offer itself. Whoever holds it may write around
 // the recorder, so the response is passed through and not cached.
+// The header set through the recorder so far goes to w first, since what
+// is written around the recorder goes out with w's header.
 func (rec *pageRecorder) Unwrap() http.ResponseWriter {
+	if !rec.wrote && !rec.passed {
+		rec.copyHeader()
+	}
 	rec.pass()
 	return rec.w
+}
+
+// copyHeader copies the header the handler has set to w, before it is
+// written.
+func (rec *pageRecorder) copyHeader() {
+	h := rec.w.Header()
+	maps.Copy(h, rec.header)
+	h.Set("X-Cache", CacheMiss)
 }
 
 // pass sends what the recorder holds to w and makes it write through from
@@ -147,20 +160,56 @@ func (rec *pageRecorder) sendHeader() {
 // its header on w and the status net/http gives it (200).
 func (rec *pageRecorder) finish() {
 	if !rec.wrote && !rec.passed {
-		h := rec.w.Header()
-		maps.Copy(h, rec.header)
-		h.Set("X-Cache", CacheMiss)
+		rec.copyHeader()
 	}
 	rec.pass()
+	rec.sendTrailers()
 }
 
-// page returns the captured response, or nil if it was passed through or
-// never written through the recorder: a handler that wrote nothing
-// through it may have written elsewhere (a router adapter's own writer),
-// and an empty page cached for it would be served to everyone. It is
-// called once, when the handler has returned.
+// sendTrailers copies to w the trailers the handler set after the header
+// was written: the values of the keys its Trailer header declared, and
+// the keys with http.TrailerPrefix, which net/http sends as trailers.
+func (rec *pageRecorder) sendTrailers() {
+	if !rec.wrote {
+		return // finish copied the whole header
+	}
+	h := rec.w.Header()
+	for _, v := range rec.sent["Trailer"] {
+		for k := range strings.SplitSeq(v, ",") {
+			if k = http.CanonicalHeaderKey(strings.TrimSpace(k)); k != "" {
+				if vs, ok := rec.header[k]; ok {
+					h[k] = vs
+				}
+			}
+		}
+	}
+	for k, vs := range rec.header {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			h[k] = vs
+		}
+	}
+}
+
+// setTrailers reports whether the handler set a trailer by
+// http.TrailerPrefix after the header was written.
+func (rec *pageRecorder) setTrailers() bool {
+	for k := range rec.header {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// page returns the captured response, or nil if it was passed through,
+// never written through the recorder, or has trailers: a handler that
+// wrote nothing through it may have written elsewhere (a router adapter's
+// own writer), and an empty page cached for it would be served to
+// everyone; a cached page has no trailers to replay. It is called once,
+// when the handler has returned; a response it does not return goes to w
+// whole, with the trailers the handler set.
 func (rec *pageRecorder) page() *retail.CachedPage {
-	if !rec.wrote || rec.passed {
+	if !rec.wrote || rec.passed || rec.setTrailers() {
 		rec.finish()
 		return nil
 	}
@@ -177,23 +226,29 @@ func (rec *pageRecorder) page() *retail.CachedPage {
 }
 
 // cacheableHeader reports whether a 200 response with header h may be
-// cached and shared.
+// cached and shared. Keys are compared in any case: net/http sends a key
+// set in the map directly as it is spelled there, and clients read it in
+// any case.
 func cacheableHeader(h http.Header) bool {
-	if len(h["Set-Cookie"]) > 0 || len(h["Vary"]) > 0 || len(h["Trailer"]) > 0 {
-		return false
-	}
-	for _, v := range h["Cache-Control"] {
-		for d := range strings.SplitSeq(v, ",") {
-			name, _, _ := strings.Cut(strings.TrimSpace(d), "=")
-			switch strings.ToLower(strings.TrimSpace(name)) {
-			case "private", "no-store", "no-cache":
-				return false
-			}
-		}
-	}
 	for k, vs := range h {
 		if strings.HasPrefix(k, http.TrailerPrefix) || !encodableHeaderKey(k) {
 			return false
+		}
+		switch http.CanonicalHeaderKey(k) {
+		case "Set-Cookie", "Vary", "Trailer":
+			if len(vs) > 0 {
+				return false
+			}
+		case "Cache-Control":
+			for _, v := range vs {
+				for d := range strings.SplitSeq(v, ",") {
+					name, _, _ := strings.Cut(strings.TrimSpace(d), "=")
+					switch strings.ToLower(strings.TrimSpace(name)) {
+					case "private", "no-store", "no-cache":
+						return false
+					}
+				}
+			}
 		}
 		for _, v := range vs {
 			if strings.ContainsAny(v, "\r\n") {
@@ -216,18 +271,26 @@ var hopHeaders = []string{"Connection", "Content-Length", "Date", "Keep-Alive", 
 // HEAD requests. A page without a Content-Type (CacheRequest stores none)
 // gets the one net/http would sniff from its body, for GET and HEAD alike.
 // A stored page (with Stored and Expires) gets Age and Cache-Control by
-// now: no-cache, or public for at most publicMaxAge if that is not zero.
+// now: no-cache, or public for at most publicMaxAge if that is not zero;
+// private instead of public, and in front of no-cache, if w's header sets
+// a cookie already.
 // It answers 304 to a request whose If-None-Match matches its ETag.
 func serve(w http.ResponseWriter, r *http.Request, p *retail.CachedPage, xcache string, now time.Time, publicMaxAge time.Duration) {
 	h := w.Header()
 	stored := !p.Expires.IsZero()
 	if stored {
 		h.Set("Age", strconv.FormatInt(wholeSeconds(now.Sub(p.Stored)), 10))
+		cc := "no-cache"
 		if publicMaxAge > 0 {
-			h.Set("Cache-Control", "public, max-age="+strconv.FormatInt(wholeSeconds(min(publicMaxAge, p.Expires.Sub(now))), 10))
-		} else {
-			h.Set("Cache-Control", "no-cache")
+			cc = "public, max-age=" + strconv.FormatInt(wholeSeconds(min(publicMaxAge, p.Expires.Sub(now))), 10)
 		}
+		if len(h["Set-Cookie"]) > 0 {
+			// A cookie set around the middleware (the session manager
+			// clearing a dead one) is this visitor's: no shared cache
+			// may keep it and hand it to others.
+			cc = "private, " + strings.TrimPrefix(cc, "public, ")
+		}
+		h.Set("Cache-Control", cc)
 		if etag := firstValue(p.Header, "Etag"); etag != "" {
 			h.Set("Etag", etag)
 			if etagMatches(r.Header.Values("If-None-Match"), etag) {

@@ -186,3 +186,43 @@ func TestLoginWith_LifetimeBeyondTheStoresIsInvalid(t *testing.T) {
 		t.Errorf("SessionCount() = %d, %v; want 0", n, err)
 	}
 }
+
+// Renew, which would move the signed bound past what LoginWith chose.
+func TestLoginWith_RenewSignsABrowserSessionLoginsExpiry(t *testing.T) {
+	r := newRememberRigWith(t, cookieModes[1].opts) // MaxAge: a day
+	signer, err := retailhttp.NewCookieSigner(key(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.opts = retailhttp.LoginOptions{Lifetime: 12 * time.Hour, BrowserSession: true}
+	c := r.do("/login?user=alice", nil)
+	r.clock.Advance(time.Hour)
+	c = r.do("/renew", c)
+	wantCookie(t, "Renew of a browser-session login", c, 0)
+	end := epoch.Add(12 * time.Hour)
+	if _, ok := signer.Verify(retailhttp.DefaultSessionCookie, c.Value, end.Add(-time.Millisecond)); !ok {
+		t.Errorf("renewed cookie does not verify a millisecond before the login's expiry (%v)", end)
+	}
+	if _, ok := signer.Verify(retailhttp.DefaultSessionCookie, c.Value, end); ok {
+		t.Errorf("renewed cookie still verifies at the login's expiry (%v): its signed expiry is MaxAge from the Renew", end)
+	}
+	// The Store still ends the session at the login's lifetime.
+	r.clock.Set(end)
+	wantNoSession(t, r.m, "at the login's lifetime", c)
+}
+
+// MaxAge from the Renew, where a persistent login keeps its Lifetime.
+func TestLoginWith_RenewDoesNotCutABrowserSessionLoginShort(t *testing.T) {
+	r := newRememberRigWith(t, func(clock retail.Clock) retailhttp.SessionOptions {
+		return retailhttp.SessionOptions{Clock: clock, SigningKeys: [][]byte{key(1)}, MaxAge: time.Hour}
+	})
+	r.opts = retailhttp.LoginOptions{Lifetime: 7 * day, BrowserSession: true}
+	c := r.do("/login?user=alice", nil)
+	token := r.token(c)
+	r.clock.Advance(2 * time.Hour)
+	wantSession(t, r.m, "2 hours after a 7-day browser-session login", c, retailhttp.Session{Token: token, User: "alice"})
+	c = r.do("/renew", c)
+	token = r.token(c)
+	r.clock.Advance(2 * time.Hour)
+	wantSession(t, r.m, "2 hours after the Renew of a 7-day browser-session login", c, retailhttp.Session{Token: token, User: "alice"})
+}

@@ -4,7 +4,14 @@
 // that imports retail finds them set.
 package hooks
 
+import "net/url"
+
 // CountPageBypass counts one request in the Stats of the Store under cache,
 // a *retail.PageCache, as a page bypass (Stats.PageBypasses): a request the
 // retailhttp page middleware answered without consulting the cache.
 var CountPageBypass func(cache any)
+
+// KeyedQuery returns the query of u without the parameters that cache, a
+// *retail.PageCache, leaves out of page keys (tracking parameters), and
+// whether there were any; if there were none, query is not built.
+var KeyedQuery func(cache any, u *url.URL) (query string, dropped bool)
