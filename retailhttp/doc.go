@@ -89,10 +89,11 @@
 // Age and Cache-Control: no-cache (browsers ask each time, so a visitor
 // who logs in never sees the copy made for the anonymous; see
 // [PageMiddlewareOptions].PublicMaxAge), and If-None-Match answers 304
-// Not Modified. Keys leave tracking parameters out and refuse
-// unknown ones (see [retail.PageCacheOptions]) and paths not spelled in
-// their canonical form (see [retail.PageCache.Key]), so junk query
-// strings and odd spellings of a path add no entries.
+// Not Modified. Keys leave tracking parameters out (the handler renders
+// a page to store without them, so no link can put them in everyone's
+// page) and refuse unknown ones (see [retail.PageCacheOptions]) and paths
+// not spelled in their canonical form (see [retail.PageCache.Key]), so
+// junk query strings and odd spellings of a path add no entries.
 //
 // # Statistics
 //
