@@ -233,8 +233,8 @@ func TestStore_SessionLimitFailureEndsTheLoginsSession(t *testing.T) {
 // whether the context of each Logout had ended.
 type cancelingDriver struct {
 	*fakeDriver
-	cancel      context.CancelFunc
-	endedLogout []bool
+	cancel context.CancelFunc
+	logout chan bool // whether each Logout's context had ended
 }
 
 func (d *cancelingDriver) UserSessions(ctx context.Context, user string) ([]driver.SessionInfo, error) {
@@ -243,8 +243,9 @@ func (d *cancelingDriver) UserSessions(ctx context.Context, user string) ([]driv
 }
 
 func (d *cancelingDriver) Logout(ctx context.Context, token string) error {
-	d.endedLogout = append(d.endedLogout, ctx.Err() != nil)
-	return d.fakeDriver.Logout(ctx, token)
+	err := d.fakeDriver.Logout(ctx, token)
+	d.logout <- ctx.Err() != nil
+	return err
 }
 
 // A login whose context ends while the limit is enforced still ends its
@@ -252,16 +253,71 @@ func (d *cancelingDriver) Logout(ctx context.Context, token string) error {
 func TestStore_SessionLimitEndsTheLoginsSessionAfterItsContextEnded(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d := &cancelingDriver{fakeDriver: &fakeDriver{status: driver.OK}, cancel: cancel}
+	d := &cancelingDriver{fakeDriver: &fakeDriver{status: driver.OK}, cancel: cancel, logout: make(chan bool, 1)}
 	s := retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: -1, MaxSessionsPerUser: 1})
 	defer s.Close()
 	if created, err := s.StartSession(ctx, "t", "alice"); created || !errors.Is(err, context.Canceled) {
 		t.Errorf("StartSession(t, alice) canceled mid-login = %v, %v, want false and an error matching %v", created, err, context.Canceled)
 	}
+	// The call returns as its context ends; the Logout goes on.
+	select {
+	case ended := <-d.logout:
+		if ended {
+			t.Errorf("Logout's context had ended: the login's session must be ended whatever its context")
+		}
+	case <-time.After(waitLimit):
+		t.Fatalf("the login's session was not ended within %v", waitLimit)
+	}
 	if want := []string{`StartSession(id("t"), "alice")`, logoutOf("t")}; !cmp.Equal(d.recorded(), want) {
 		t.Errorf("driver calls = %q, want %q", d.recorded(), want)
 	}
-	if !cmp.Equal(d.endedLogout, []bool{false}) {
-		t.Errorf("Logout's context had ended: %v, want [false]: the login's session must be ended whatever its context", d.endedLogout)
+}
+
+// stallingDriver is a Store that stalls: listing the user's sessions lasts
+// until the caller's context ends, and a Logout until released.
+type stallingDriver struct {
+	*fakeDriver
+	release chan struct{}
+}
+
+func (d *stallingDriver) UserSessions(ctx context.Context, user string) ([]driver.SessionInfo, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (d *stallingDriver) Logout(ctx context.Context, token string) error {
+	<-d.release
+	return d.fakeDriver.Logout(ctx, token)
+}
+
+// A login whose deadline passes while the limit is enforced returns then,
+// however long the Store stalls; its session is ended once the Store
+// answers.
+func TestStore_SessionLimitHonoursTheLoginsDeadline(t *testing.T) {
+	d := &stallingDriver{fakeDriver: &fakeDriver{status: driver.OK}, release: make(chan struct{})}
+	s := retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: -1, MaxSessionsPerUser: 1})
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.StartSession(ctx, "t", "alice")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("StartSession(t, alice) past its deadline = %v, want an error matching %v", err, context.DeadlineExceeded)
+		}
+	case <-time.After(waitLimit):
+		close(d.release)
+		t.Fatalf("StartSession(t, alice) did not return at its deadline while the Store stalled")
+	}
+	close(d.release)
+	for deadline := time.Now().Add(waitLimit); !slices.Contains(d.recorded(), logoutOf("t")); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the login's session was not ended once the Store answered; driver calls %q", d.recorded())
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

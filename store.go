@@ -252,13 +252,28 @@ func (s *store) renewSession(ctx context.Context, op, token, newToken, user stri
 // others while user has more. If it fails, it ends the new session too,
 // so that the limit holds unless that fails as well, and returns the
 // error. A user "" (a guest, or a renewal) is no login: nothing to do.
+//
+// The new session is ended even if ctx has ended (the likely reason the
+// limit failed), under a context of its own that lasts flushTimeout; the
+// call waits for that only while ctx lasts, so that its deadline holds
+// while the Store stalls.
 func (s *store) limitSessions(ctx context.Context, user, id string) error {
 	if s.maxPerUser == 0 || user == "" {
 		return nil
 	}
 	err := s.endOverLimit(ctx, user, id)
 	if err != nil {
-		_ = s.d.Logout(context.WithoutCancel(ctx), id)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+			defer cancel()
+			_ = s.d.Logout(lctx, id)
+		}()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
 	}
 	return err
 }

@@ -17,6 +17,7 @@ var pageTests = []behaviour{
 	{name: "Pages_SetReplaces", test: testPageReplace},
 	{name: "Pages_KeysAreDistinct", test: testPageKeysDistinct},
 	{name: "Pages_ExpireAfterTTL", test: testPageExpires},
+	{name: "Pages_TTLRoundsUpToTheMillisecond", test: testPageTTLRoundsUp},
 	{name: "Pages_ReplaceRestartsTTL", test: testPageReplaceRestartsTTL},
 	{name: "Pages_ReplaceWithShorterTTL", test: testPageReplaceShorterTTL},
 	{name: "Pages_TTLsAreIndependent", test: testPageIndependentTTLs},
@@ -77,6 +78,16 @@ func testPageExpires(h *harness) {
 	h.clock.Advance(time.Millisecond)
 	h.wantNoPage("key")
 	h.clock.Advance(time.Hour)
+	h.wantNoPage("key")
+}
+
+// A page is served while the clock reads before its TTL is over, however
+// fine the TTL: a Store that keeps whole milliseconds rounds it up.
+func testPageTTLRoundsUp(h *harness) {
+	h.setPage("key", []byte("body"), 1500*time.Microsecond)
+	h.clock.Advance(time.Millisecond)
+	h.wantPage("key", "body")
+	h.clock.Advance(time.Millisecond)
 	h.wantNoPage("key")
 }
 

@@ -26,6 +26,7 @@ var rowTests = []behaviour{
 	{name: "Rows_MostOverdueClaimedFirst", test: testRowMostOverdueFirst},
 	{name: "Rows_OnlyDueRowsClaimed", test: testRowOnlyDue},
 	{name: "Rows_ClaimedAgainEveryDelay", test: testRowEveryDelay},
+	{name: "Rows_DelayRoundsUpToTheMillisecond", test: testRowDelayRoundsUp},
 	{name: "Rows_RescheduleMakesRowDueNow", test: testRowReschedule},
 	{name: "Rows_ScheduleDoesNotWriteCopy", test: testRowScheduleNoCopy},
 	{name: "Rows_SetRowDoesNotSchedule", test: testRowSetNoSchedule},
@@ -196,6 +197,17 @@ func testRowEveryDelay(h *harness) {
 	h.clock.Advance(7 * time.Second)
 	h.wantClaim(10, "row-1")
 	h.wantDueAfter(5*time.Second, "row-1")
+}
+
+// A claimed row is due again its delay later, not sooner, however fine
+// the delay: a Store that keeps whole milliseconds rounds it up.
+func testRowDelayRoundsUp(h *harness) {
+	h.schedule("row-1", 1500*time.Microsecond)
+	h.wantClaim(10, "row-1")
+	h.clock.Advance(time.Millisecond)
+	h.wantClaim(10)
+	h.clock.Advance(time.Millisecond)
+	h.wantClaim(10, "row-1")
 }
 
 func testRowReschedule(h *harness) {

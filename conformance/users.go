@@ -16,6 +16,8 @@ var userTests = []behaviour{
 	{name: "Users_UpdateTokenMovesEntryToNewUser", test: testUsersUpdateTokenMoves},
 	{name: "Users_LogoutUserEndsEverySession", test: testUsersLogoutUser},
 	{name: "Users_LogoutUserWithoutSessionsIsNoOp", test: testUsersLogoutUserNone},
+	{name: "Users_LoginInLogoutUsersMillisecondIsOver", test: testUsersLoginInLogoutUsersMillisecond},
+	{name: "Users_TokenOfASessionLoggedOutEverywhereIsFree", test: testUsersTokenLoggedOutEverywhereFree},
 }
 
 func testUsersList(h *harness) {
@@ -169,4 +171,32 @@ func testUsersLogoutUserNone(h *harness) {
 		h.t.Errorf(`LogoutUser("carol") = %d, %v, want 0, nil`, n, err)
 	}
 	h.wantUnchanged(before, `LogoutUser("carol")`)
+}
+
+// A login in the millisecond a LogoutUser began in is over, as those
+// before: it is listed nowhere, and a second LogoutUser ends no live
+// session.
+func testUsersLoginInLogoutUsersMillisecond(h *harness) {
+	h.logoutUser("alice")
+	h.start("tok-1", "alice")
+	h.wantUserSessions("alice")
+	if n := h.logoutUser("alice"); n != 0 {
+		h.t.Errorf(`LogoutUser("alice") again = %d, want 0: its only session was over already`, n)
+	}
+	h.wantNoSession("tok-1")
+}
+
+// The token of a session that its user logged out of everywhere, not yet
+// removed, is free: for a new session and for a renewal.
+func testUsersTokenLoggedOutEverywhereFree(h *harness) {
+	h.logoutUser("alice")
+	h.start("tok-1", "alice") // over: logged in in the LogoutUser's millisecond
+	h.start("tok-2", "alice")
+	h.clock.Advance(time.Millisecond)
+	h.start("tok-1", "bob")
+	h.wantUser("tok-1", "bob")
+	h.start("tok-g", "")
+	h.renew("tok-g", "tok-2", "")
+	h.wantUser("tok-2", "")
+	h.wantNoSession("tok-g")
 }

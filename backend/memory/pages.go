@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"time"
+
+	"github.com/retailkit/retail/internal/settings"
 )
 
 type page struct {
@@ -69,7 +71,7 @@ func (s *store) setPage(item, key string, body []byte, ttl time.Duration) {
 		delete(s.pages, p.key)
 		s.unindexPage(p)
 	}
-	expires := now + ttl.Milliseconds()
+	expires := now + settings.Millis(ttl) // whole ms, rounded up: never sooner than ttl
 	p := s.pages[key]
 	if p != nil {
 		p.body, p.expires = body, expires

@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"time"
+
+	"github.com/retailkit/retail/internal/settings"
 )
 
 type rowEntry struct {
@@ -49,7 +51,7 @@ func (s *store) ScheduleRowCache(ctx context.Context, row string, delay time.Dur
 		e.due = now
 		heap.Fix(&s.schedule, e.index)
 	}
-	e.delay = max(delay.Milliseconds(), 0)
+	e.delay = max(settings.Millis(delay), 0) // whole ms, rounded up: never sooner than delay
 	return nil
 }
 

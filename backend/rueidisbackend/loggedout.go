@@ -32,17 +32,20 @@ func (k keys) loggedOut(user string) string { return k.prefix + "loggedout:{" + 
 
 // logoutEverywhere records that the user's sessions logged in at or before
 // now are over, keeping a later instant already recorded, and returns the
-// instant recorded and the user's index: {at, {token, created stamp,
-// token, created stamp...}}.
+// instant recorded, the user's index and the instant recorded before, if
+// any: {at, {token, created stamp, token, created stamp...}, before or
+// false}. The sessions logged in at or before the one before were over
+// already.
 //
 // KEYS: the user's loggedOut key, the user's index. ARGV: now (Unix ms),
 // the key's TTL in ms.
 var logoutEverywhere = newScript(`
-local now, old = tonumber(ARGV[1]), tonumber(redis.call('GET', KEYS[1]))
+local now, before = tonumber(ARGV[1]), redis.call('GET', KEYS[1])
+local old = tonumber(before)
 if not old or old < now then old = now end
 old = string.format('%d', old)
 redis.call('SET', KEYS[1], old, 'PX', ARGV[2])
-return {old, redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')}
+return {old, redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES'), before}
 `)
 
 // revoked reports whether a session of user created at the created ms is

@@ -20,6 +20,7 @@ var endSession = sessionScript(endSrc)
 type ended struct {
 	token, seen string
 	cstamp      string // the created stamp
+	created     int64  // the created ms
 	user        string
 	wasLive     bool
 }
@@ -58,7 +59,7 @@ func endReply(token string, r rueidis.RedisResult) (e ended, ok bool, err error)
 	}
 	e.token = token
 	l, _ := parseLogin(login)
-	e.cstamp, e.user = l.cstamp, l.user
+	e.cstamp, e.created, e.user = l.cstamp, l.created, l.user
 	if e.seen, _, err = optString(reply[2]); err != nil {
 		return ended{}, false, err
 	}
@@ -168,12 +169,24 @@ func (s *store) LogoutUser(ctx context.Context, user string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if len(reply) < 2 {
+	if len(reply) < 3 {
 		return 0, errShortReply
 	}
 	at, err := reply[0].ToString()
 	if err != nil {
 		return 0, err
+	}
+	// Sessions logged in at or before an earlier LogoutUser were over
+	// already: ending them ends no live session.
+	before, over, err := optString(reply[2])
+	if err != nil {
+		return 0, err
+	}
+	var overAt int64
+	if over {
+		if overAt, err = strconv.ParseInt(before, 10, 64); err != nil {
+			return 0, err
+		}
 	}
 	s.own.wrote(recordOf(out), []byte(at))
 	flat, err := reply[1].AsStrSlice()
@@ -209,7 +222,7 @@ func (s *store) LogoutUser(ctx context.Context, user string) (int, error) {
 			continue
 		case ok:
 			gone = append(gone, ended{token: token, seen: e.seen}) // its user entry goes below
-			if e.wasLive {
+			if e.wasLive && (!over || e.created > overAt) {
 				n++
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"github.com/retailkit/retail/internal/settings"
 )
 
 // A cached page is stored as its expiry (Unix ms by the Store's clock, 8
@@ -59,7 +60,7 @@ func (s *store) Page(ctx context.Context, key string) ([]byte, bool, error) {
 func (s *store) SetPage(ctx context.Context, key string, body []byte, ttl time.Duration) error {
 	v := s.pageValue("", body, ttl)
 	k := s.k.page(key)
-	px := (ttl + s.ttlSlack).Milliseconds()
+	px := settings.Millis(ttl) + s.ttlSlack.Milliseconds()
 	if err := s.c.Do(ctx, s.c.B().Set().Key(k).Value(rueidis.BinaryString(v)).PxMilliseconds(px).Build()).Error(); err != nil {
 		return err
 	}
@@ -69,7 +70,7 @@ func (s *store) SetPage(ctx context.Context, key string, body []byte, ttl time.D
 
 // pageValue encodes a page of item ("" for none) that expires ttl from now.
 func (s *store) pageValue(item string, body []byte, ttl time.Duration) []byte {
-	h := uint64(s.nowMs() + ttl.Milliseconds())
+	h := uint64(s.nowMs() + settings.Millis(ttl)) // whole ms, rounded up: never sooner than ttl
 	if item == "" {
 		v := make([]byte, pageHeader+len(body))
 		binary.BigEndian.PutUint64(v, h)
@@ -123,7 +124,7 @@ return 1
 func (s *store) SetItemPage(ctx context.Context, item, key string, body []byte, ttl time.Duration) error {
 	v := s.pageValue(item, body, ttl)
 	k := s.k.page(key)
-	px := (ttl + s.ttlSlack).Milliseconds()
+	px := settings.Millis(ttl) + s.ttlSlack.Milliseconds()
 	res := s.do(ctx,
 		call{cmd: s.c.B().Set().Key(k).Value(rueidis.BinaryString(v)).PxMilliseconds(px).Build()},
 		s.scriptCall(addItemPage, []string{s.k.itemPages(item)}, []string{key, i64(px)}),

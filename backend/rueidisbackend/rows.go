@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"github.com/retailkit/retail/internal/settings"
 )
 
 // scheduleRow records a row's delay and makes it due now.
@@ -19,7 +20,7 @@ return 1
 // ScheduleRowCache implements driver.Store.
 func (s *store) ScheduleRowCache(ctx context.Context, row string, delay time.Duration) error {
 	return s.do(ctx, s.scriptCall(scheduleRow, []string{s.k.schedule(), s.k.delay()},
-		[]string{row, itoa(int(max(delay.Milliseconds(), 0))), itoa(int(s.nowMs()))}))[0].Error()
+		[]string{row, i64(max(settings.Millis(delay), 0)), itoa(int(s.nowMs()))}))[0].Error()
 }
 
 // claimRows claims up to ARGV[2] due rows, most overdue first, rescheduling

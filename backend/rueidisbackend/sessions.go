@@ -68,6 +68,18 @@ func (s *store) start(ctx context.Context, token, user, seen, login string, fiel
 		return 0, "", err
 	}
 	st, err := status(res)
+	if err == nil && st == driver.Exists {
+		// The script cannot tell a session that its user logged out of
+		// everywhere (the instant is under the user's key): such a one is
+		// absent, and goes, and the script runs again.
+		if out, err := s.revokedToken(ctx, token); !out || err != nil {
+			return driver.Exists, "", err
+		}
+		if res, err = s.do(ctx, s.scriptCall(startSession, keys, args))[0].ToArray(); err != nil {
+			return 0, "", err
+		}
+		st, err = status(res)
+	}
 	if err != nil || st != driver.OK {
 		return st, "", err
 	}
