@@ -76,6 +76,21 @@ func (t turnTaker) current() int64 {
 // worker's clock is in, and whether this worker holds it.
 func (t turnTaker) mine(ctx context.Context) (turn int64, held bool, err error) {
 	turn = t.current()
-	held, err = t.c.Claim(ctx, t.name, t.owner, turn, 2*t.every)
+	held, err = t.c.Claim(ctx, t.name, t.owner, turn, t.hold())
 	return turn, held, err
+}
+
+// maxClaimHold bounds how long a worker's claim is kept, so that a period
+// of any length asks for a hold every backend can keep.
+const maxClaimHold = 2 * MaxSessionTime
+
+// hold is how long a claim of a turn is kept: two periods, so that it
+// spans the turn, but at least the millisecond Claim asks for (a period
+// under half a millisecond would otherwise make every claim fail) and at
+// most maxClaimHold (twice a long period would otherwise overflow).
+func (t turnTaker) hold() time.Duration {
+	if t.every >= maxClaimHold/2 {
+		return maxClaimHold
+	}
+	return max(2*t.every, time.Millisecond)
 }

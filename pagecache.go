@@ -127,7 +127,7 @@ func NewPageCache(s Store, opts PageCacheOptions) (*PageCache, error) {
 		opts.TrackingParams = DefaultTrackingParams
 	}
 	opts.TrackingParams = slices.Clone(opts.TrackingParams)
-	c := &PageCache{store: s, hosts: make(map[string]bool), params: map[string]bool{"item": true}, stats: s.statCounters()}
+	c := &PageCache{store: s, hosts: make(map[string]bool), params: map[string]bool{"item": true}, stats: s.statCounters(), ranks: rankSnapshots{first: make(chan struct{}, 1)}}
 	opts.Hosts = slices.Clone(opts.Hosts)
 	for i, h := range opts.Hosts {
 		h = normalHost(h)
@@ -280,8 +280,8 @@ func (c *PageCache) fetch(ctx context.Context, key, item string, render func(con
 	for {
 		f, leader := c.flights.join(key)
 		if leader {
-			c.run(ctx, f, key, item, render)
-			return f.val.page, f.val.hit, f.val.err
+			r := c.run(ctx, f, key, item, render)
+			return r.page, r.hit, r.err
 		}
 		select {
 		case <-f.done:
@@ -357,18 +357,24 @@ type fillResult struct {
 
 var errRenderPanicked = errors.New("retail: PageCache: the render of this page panicked")
 
-// run renders for the flight f and releases its waiters, even if render
-// panics.
-func (c *PageCache) run(ctx context.Context, f *flight, key, item string, render func(context.Context) (*CachedPage, error)) {
-	r := fillResult{err: errRenderPanicked} // kept only if fill panics
+// run renders for the flight f, releases its waiters, even if render
+// panics, and returns the leader's result. The waiters share a copy of the
+// page made before run returns: the page the leader gets is its own, and
+// so may be the memory render returned it in (a pooled buffer, say), which
+// the leader may reuse as soon as Fetch returns.
+func (c *PageCache) run(ctx context.Context, f *flight, key, item string, render func(context.Context) (*CachedPage, error)) (r fillResult) {
+	shared := fillResult{err: errRenderPanicked} // kept only if fill panics
 	defer func() {
 		// Leave before releasing, so that a waiter that retries starts a
 		// new flight instead of finding this one again.
 		c.flights.leave(key)
-		f.release(r)
+		f.release(shared)
 	}()
 	r.page, r.hit, r.err = c.fill(ctx, key, item, render)
 	r.abandoned = r.err != nil && ctx.Err() != nil
+	shared = r
+	shared.page = r.page.clone()
+	return r
 }
 
 // fill renders the page under key and caches it, as one of item's pages

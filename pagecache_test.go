@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -700,5 +701,104 @@ func TestNewPageCache_RejectsEmptyHosts(t *testing.T) {
 	wantInputError(t, "NewPageCache(Hosts with an empty name)", err, "NewPageCache", "Hosts")
 	if c != nil {
 		t.Errorf("NewPageCache(Hosts with an empty name) returned a cache with its error")
+	}
+}
+
+// slowTopStore is a Store whose TopItems waits for release (or for its
+// caller's context), as a slow or partitioned backend would.
+type slowTopStore struct {
+	retail.Store
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *slowTopStore) TopItems(ctx context.Context, n int) ([]retail.ItemViews, error) {
+	select {
+	case s.entered <- struct{}{}:
+	default:
+	}
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return s.Store.TopItems(ctx, n)
+}
+
+// CanCache honours its caller's deadline even while another call reads
+// the first rank snapshot, which it would otherwise wait for.
+func TestPageCache_CanCacheHonoursItsDeadlineWhileTheFirstRanksAreRead(t *testing.T) {
+	base, _ := newStore(t)
+	s := &slowTopStore{Store: base, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	defer close(s.release)
+	c, err := retail.NewPageCache(s, retail.PageCacheOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse("/item?item=kettle")
+	go c.CanCache(context.Background(), u) // the first read, stuck
+	<-s.entered
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.CanCache(ctx, u)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("CanCache with an ended deadline = %v, want DeadlineExceeded", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatalf("CanCache ignored its context's deadline for %v, waiting for another caller's rank read", waitLimit)
+	}
+}
+
+// A page that Fetch returns belongs to its caller, so the caller that
+// rendered it may reuse its buffer (a pooled bytes.Buffer, say) once Fetch
+// returns. The waiting callers must not see that: they must get the page
+// as it was rendered, not the leader's next use of its memory.
+func TestPageCache_FetchWaitersDoNotShareTheLeadersPage(t *testing.T) {
+	const callers = 40
+	ctx := context.Background()
+	c, s, _ := newCountingCache(t)
+	u := mustParse(t, "http://test.com/?item=itemX")
+	h := newHolder()
+	var wg sync.WaitGroup
+	got := make([]string, callers)
+	for i := range callers {
+		wg.Go(func() {
+			buf := []byte("public page......")
+			rendered := false
+			render := func(context.Context) (*retail.CachedPage, error) {
+				rendered = true
+				h.hold()
+				return &retail.CachedPage{Status: 200, Body: buf}, nil
+			}
+			p, _, err := c.Fetch(asCaller(ctx, i), u, render)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if rendered {
+				// The leader reuses its buffer and its page for its
+				// next, personal, response.
+				copy(buf, "secret of leader!")
+				copy(p.Body, "secret of leader!")
+			}
+			got[i] = string(p.Body)
+			if rendered {
+				got[i] = "public page......"
+			}
+		})
+	}
+	h.releaseWhenAllWait(t, s, callers)
+	wg.Wait()
+	for i, b := range got {
+		if b != "public page......" {
+			t.Errorf("caller %d got %q, the leader's later data", i, b)
+		}
 	}
 }

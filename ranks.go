@@ -2,7 +2,7 @@ package retail
 
 import (
 	"context"
-	"sync"
+	"fmt"
 	"sync/atomic"
 	"time"
 )
@@ -14,7 +14,7 @@ import (
 // until the first read the decision waits for it.
 type rankSnapshots struct {
 	cur        atomic.Pointer[rankSnapshot]
-	first      sync.Mutex // held while the first snapshot is read
+	first      chan struct{} // holds a token while the first snapshot is read (one slot)
 	refreshing atomic.Bool
 }
 
@@ -42,12 +42,17 @@ func (c *PageCache) rank(ctx context.Context, item string) (int, bool, error) {
 }
 
 // get returns the current snapshot, reading the first one, and starts a
-// refresh in the background if it is RankEvery old.
+// refresh in the background if it is RankEvery old. A call that waits for
+// another's read of the first snapshot gives up when its ctx ends.
 func (r *rankSnapshots) get(ctx context.Context, c *PageCache) (*rankSnapshot, error) {
 	snap := r.cur.Load()
 	if snap == nil {
-		r.first.Lock()
-		defer r.first.Unlock()
+		select {
+		case r.first <- struct{}{}:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("retail: PageCache: %w", ctx.Err())
+		}
+		defer func() { <-r.first }()
 		if snap = r.cur.Load(); snap == nil {
 			var err error
 			if snap, err = readRanks(ctx, c); err != nil {

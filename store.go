@@ -88,10 +88,11 @@ type store struct {
 	maxPerUser int           // live sessions a user may hold; 0 for no limit
 }
 
-// countView counts one view of item: into the buffer, or at once.
+// countView counts one view of item: into the buffer, or at once. A view
+// counted while Close runs goes to the driver at once, since Close may
+// have flushed the buffer already.
 func (s *store) countView(ctx context.Context, item string) error {
-	if s.views != nil {
-		s.views.add(item)
+	if s.views != nil && s.views.add(item) {
 		return nil
 	}
 	return s.d.CountViews(ctx, []driver.ItemViews{{Item: item, Views: 1}})

@@ -40,13 +40,18 @@ func newViewBuffer(d driver.Store, every time.Duration, failures *counter) *view
 }
 
 // add counts one view of item, and arms the timer that flushes it within
-// the window.
-func (b *viewBuffer) add(item string) {
+// the window. It reports false, counting nothing, once close has begun:
+// close's flush may have run already and no timer will run again, so the
+// caller must send the view itself.
+func (b *viewBuffer) add(item string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
 	// The first view of an empty buffer opens the window; later ones,
 	// of this item or another, wait for its end.
-	opens := len(b.pending) == 0 && !b.closed
+	opens := len(b.pending) == 0
 	b.pending[item]++
 	if opens {
 		if b.timer == nil {
@@ -55,6 +60,7 @@ func (b *viewBuffer) add(item string) {
 			b.timer.Reset(b.every)
 		}
 	}
+	return true
 }
 
 // flushLater is the timer's flush; its errors wait for the next window.

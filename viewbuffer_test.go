@@ -3,6 +3,8 @@ package retail_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -167,5 +169,46 @@ func TestViewRescaler_StoresTheViewsLeftWhenItStops(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{`CountViews("a"×1)`}, d.recorded()); diff != "" {
 		t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// blockingRefreshDriver is a fakeDriver whose RefreshSession waits for a
+// signal, so that a test can close the Store while a refresh runs.
+type blockingRefreshDriver struct {
+	*fakeDriver
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (d *blockingRefreshDriver) RefreshSession(ctx context.Context, token, item string) (string, bool, error) {
+	close(d.entered)
+	<-d.release
+	return d.fakeDriver.RefreshSession(ctx, token, item)
+}
+
+// A view counted by a RefreshSession that runs while Close runs, and that
+// reports success, reaches the driver before the call returns: Close may
+// have flushed the buffer already, and no timer is left to send it.
+func TestStore_ViewCountedDuringCloseReachesTheDriver(t *testing.T) {
+	d := &blockingRefreshDriver{fakeDriver: &fakeDriver{ok: true}, entered: make(chan struct{}), release: make(chan struct{})}
+	s := retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: 10 * time.Millisecond})
+	type result struct {
+		ok  bool
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, ok, err := s.RefreshSession(context.Background(), "tok", "kettle")
+		done <- result{ok, err}
+	}()
+	<-d.entered
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	close(d.release)
+	r := <-done
+	sent := slices.ContainsFunc(d.recorded(), func(c string) bool { return strings.HasPrefix(c, "CountViews(") })
+	if r.err == nil && r.ok && !sent {
+		t.Fatalf("RefreshSession reported success during Close, but its view never reached the driver: %q", d.recorded())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -170,4 +171,95 @@ func (r *logRecorder) String() string {
 
 func (r *logRecorder) Logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(r, nil))
+}
+
+// A SessionCleaner cleans with any Idle it accepts: with one under half a
+// millisecond or near the largest Duration, twice it (how long a turn is
+// held) is not a hold Claim takes, unless the hold is kept in range.
+func TestSessionCleaner_CleansWithAnyIdleItAccepts(t *testing.T) {
+	for _, idle := range []time.Duration{100 * time.Microsecond, time.Duration(math.MaxInt64)} {
+		t.Run(idle.String(), func(t *testing.T) {
+			s, err := memory.New(memory.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx := t.Context()
+			for _, tok := range []string{"a", "b", "c"} {
+				if _, err := s.StartSession(ctx, tok, ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var logs bytes.Buffer
+			c, err := retail.NewSessionCleaner(s, retail.SessionCleanerOptions{
+				Keep: 1, Idle: idle, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rctx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- c.Run(rctx) }()
+			deadline := time.Now().Add(waitLimit)
+			for {
+				n, _ := s.SessionCount(ctx)
+				if n == 1 {
+					break
+				}
+				if time.Now().After(deadline) {
+					cancel()
+					<-done
+					t.Fatalf("cleaner with Idle %v never cleaned: %d sessions; logs:\n%.600s", idle, n, logs.String())
+				}
+				time.Sleep(time.Millisecond)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// A ViewRescaler rescales with any Every it accepts (see
+// TestSessionCleaner_CleansWithAnyIdleItAccepts).
+func TestViewRescaler_RescalesWithAnyEveryItAccepts(t *testing.T) {
+	s, err := memory.New(memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	for _, it := range []string{"a", "b", "c"} {
+		if err := s.CountView(ctx, it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs bytes.Buffer
+	r, err := retail.NewViewRescaler(s, retail.ViewRescalerOptions{
+		Every: 100 * time.Microsecond, Keep: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx) }()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		top, _ := s.TopItems(ctx, 10)
+		if len(top) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			t.Fatalf("rescaler never rescaled: %v; logs:\n%.600s", top, logs.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }
