@@ -82,6 +82,7 @@ type SessionCleaner struct {
 	sessions Sessions
 	opts     SessionCleanerOptions
 	stats    *counters // the Store's (see Stats)
+	closing  <-chan struct{}
 	turns    turnTaker
 	repairs  turnTaker
 
@@ -127,6 +128,7 @@ func NewSessionCleaner(s Store, opts SessionCleanerOptions) (*SessionCleaner, er
 		sessions:   s,
 		opts:       opts,
 		stats:      s.statCounters(),
+		closing:    s.closing(),
 		turns:      newTurnTaker(s, "clean", opts.Idle, opts.Clock),
 		repairs:    newTurnTaker(s, "repair", opts.RepairEvery, opts.Clock),
 		repairTurn: -1,
@@ -134,7 +136,8 @@ func NewSessionCleaner(s Store, opts SessionCleanerOptions) (*SessionCleaner, er
 }
 
 // Run cleans sessions until ctx ends, and then returns nil. If the Store is
-// closed it returns the Store's error, which matches [ErrClosed]. Other
+// closed it returns, without waiting out Idle, the Store's error, which
+// matches [ErrClosed]. Other
 // errors are logged and the pass retried after Idle. Cleaners in several
 // processes sharing a Store take turns (see SessionCleanerOptions.Clock), so
 // that one cleans at a time.
@@ -147,7 +150,7 @@ func (c *SessionCleaner) Run(ctx context.Context) error {
 		}
 		if err == nil && !mine {
 			// Another cleaner's turn.
-			if !pause(ctx, o.Idle) {
+			if !pause(ctx, c.closing, o.Idle) {
 				return nil
 			}
 			continue
@@ -175,7 +178,7 @@ func (c *SessionCleaner) Run(ctx context.Context) error {
 			// A full pass means more sessions may be over the limit.
 			idle = 0
 		}
-		if !pause(ctx, idle) {
+		if !pause(ctx, c.closing, idle) {
 			return nil
 		}
 	}

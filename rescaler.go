@@ -54,9 +54,10 @@ type ViewRescalerOptions struct {
 // otherwise halve the counts on every start, far more often than once
 // every Every.
 type ViewRescaler struct {
-	views Views
-	opts  ViewRescalerOptions
-	turns turnTaker
+	views   Views
+	opts    ViewRescalerOptions
+	turns   turnTaker
+	closing <-chan struct{}
 }
 
 // NewViewRescaler returns a rescaler of s's view counts, which takes turns
@@ -86,12 +87,12 @@ func NewViewRescaler(s Store, opts ViewRescalerOptions) (*ViewRescaler, error) {
 	if !(opts.Factor > 0 && opts.Factor <= 1) { // written so that NaN fails too
 		return nil, invalid(op, "Factor", "not in (0, 1]")
 	}
-	return &ViewRescaler{views: s, opts: opts, turns: newTurnTaker(s, "rescale", opts.Every, opts.Clock)}, nil
+	return &ViewRescaler{views: s, opts: opts, turns: newTurnTaker(s, "rescale", opts.Every, opts.Clock), closing: s.closing()}, nil
 }
 
 // Run rescales view counts every Every until ctx ends, and then returns
-// nil. If the Store is closed it returns the Store's error, which matches
-// [ErrClosed]. Other errors are logged, and the rescale is tried again
+// nil. If the Store is closed it returns, without waiting out Every, the
+// Store's error, which matches [ErrClosed]. Other errors are logged, and the rescale is tried again
 // Every later. Rescalers in several processes sharing a Store take turns
 // (see ViewRescalerOptions.Clock): one rescale a period in all.
 //
@@ -106,7 +107,7 @@ func (r *ViewRescaler) Run(ctx context.Context) (err error) {
 	}()
 	o := r.opts
 	done := int64(-1) // the turn this rescaler last rescaled in
-	for pause(ctx, o.Every) {
+	for pause(ctx, r.closing, o.Every) {
 		turn, mine, err := r.turns.mine(ctx)
 		if err == nil && (!mine || turn == done) {
 			continue // another rescaler's turn, or done for this one

@@ -60,6 +60,10 @@ type Store interface {
 	// statCounters returns the counters that Stats reads, for the policies
 	// built over the Store to count into.
 	statCounters() *counters
+
+	// closing returns a channel that is closed when Close begins, so that
+	// the workers built over the Store stop waiting for their next pass.
+	closing() <-chan struct{}
 }
 
 // Sessions keeps the sessions of visitors, each named by a token (the

@@ -62,10 +62,11 @@ type RowCacherOptions struct {
 // by one of them per period. Each row it stores counts in the Store's
 // [Stats] (RowsRefreshed).
 type RowCacher struct {
-	rows  Rows
-	load  RowLoader
-	opts  RowCacherOptions
-	stats *counters // the Store's (see Stats)
+	rows    Rows
+	load    RowLoader
+	opts    RowCacherOptions
+	stats   *counters // the Store's (see Stats)
+	closing <-chan struct{}
 }
 
 // NewRowCacher returns a cacher of s's scheduled rows that loads them with
@@ -90,11 +91,12 @@ func NewRowCacher(s Store, load RowLoader, opts RowCacherOptions) (*RowCacher, e
 	if err := checkClaimLimit(op, "Batch", opts.Batch); err != nil {
 		return nil, err
 	}
-	return &RowCacher{rows: s, load: load, opts: opts, stats: s.statCounters()}, nil
+	return &RowCacher{rows: s, load: load, opts: opts, stats: s.statCounters(), closing: s.closing()}, nil
 }
 
 // Run refreshes due rows until ctx ends, and then returns nil. If the Store
-// is closed it returns the Store's error, which matches [ErrClosed].
+// is closed it returns, without waiting out Poll, the Store's error, which
+// matches [ErrClosed].
 //
 // A row whose load, encoding or storing fails is logged and skipped: it
 // stays scheduled, since claiming it already set its next refresh, so it
@@ -127,7 +129,7 @@ func (c *RowCacher) Run(ctx context.Context) error {
 			// A full batch means more rows may be due.
 			poll = 0
 		}
-		if !pause(ctx, poll) {
+		if !pause(ctx, c.closing, poll) {
 			return nil
 		}
 	}

@@ -65,7 +65,7 @@ type StoreOptions struct {
 
 // NewStoreWith is [NewStore] with options.
 func NewStoreWith(d driver.Store, opts StoreOptions) Store {
-	s := &store{d: d, lifetime: opts.Lifetime, maxPerUser: max(opts.MaxSessionsPerUser, 0)}
+	s := &store{d: d, lifetime: opts.Lifetime, maxPerUser: max(opts.MaxSessionsPerUser, 0), done: make(chan struct{})}
 	if s.lifetime == 0 {
 		s.lifetime = DefaultLifetime
 	}
@@ -81,6 +81,7 @@ func NewStoreWith(d driver.Store, opts StoreOptions) Store {
 type store struct {
 	d      driver.Store
 	closed atomic.Bool
+	done   chan struct{} // closed when Close begins (see closing)
 	stats  counters
 	views  *viewBuffer // nil if views go to the driver at once
 
@@ -108,6 +109,8 @@ func (s *store) flushViews(ctx context.Context) error {
 }
 
 func (s *store) statCounters() *counters { return &s.stats }
+
+func (s *store) closing() <-chan struct{} { return s.done }
 
 func (s *store) Stats() Stats {
 	st := s.stats.snapshot()
@@ -788,6 +791,7 @@ func (s *store) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	close(s.done)
 	var flushErr error
 	if s.views != nil {
 		flushErr = s.views.close()

@@ -10,10 +10,13 @@ import (
 // This file holds what the workers (SessionCleaner, RowCacher,
 // ViewRescaler) share: how they wait, log and decide to stop.
 
-// pause waits for d or until ctx ends, and reports whether ctx is still
+// pause waits for d, until ctx ends or until the Store whose closing
+// channel is closing begins to close, and reports whether ctx is still
 // alive. It uses a timer rather than time.Sleep so that a worker stops as
-// soon as its context ends, however long its interval.
-func pause(ctx context.Context, d time.Duration) bool {
+// soon as its context ends, however long its interval; a worker whose
+// Store closed goes on to its next Store call, which fails with ErrClosed
+// and stops it (see stopOn).
+func pause(ctx context.Context, closing <-chan struct{}, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
@@ -22,6 +25,8 @@ func pause(ctx context.Context, d time.Duration) bool {
 	select {
 	case <-t.C:
 		return true
+	case <-closing:
+		return ctx.Err() == nil
 	case <-ctx.Done():
 		return false
 	}

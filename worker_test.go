@@ -263,3 +263,51 @@ func TestViewRescaler_RescalesWithAnyEveryItAccepts(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A worker whose Store is closed stops at once with an error matching
+// ErrClosed, however long its wait for its next pass.
+func TestWorkers_StopWhenTheStoreCloses(t *testing.T) {
+	load := func(context.Context, string) (any, error) { return "row", nil }
+	for _, tc := range []struct {
+		name string
+		run  func(s retail.Store) (func(context.Context) error, error)
+	}{
+		{"SessionCleaner", func(s retail.Store) (func(context.Context) error, error) {
+			c, err := retail.NewSessionCleaner(s, retail.SessionCleanerOptions{Idle: time.Hour})
+			return c.Run, err
+		}},
+		{"ViewRescaler", func(s retail.Store) (func(context.Context) error, error) {
+			r, err := retail.NewViewRescaler(s, retail.ViewRescalerOptions{Every: time.Hour})
+			return r.Run, err
+		}},
+		{"RowCacher", func(s retail.Store) (func(context.Context) error, error) {
+			c, err := retail.NewRowCacher(s, load, retail.RowCacherOptions{Poll: time.Hour})
+			return c.Run, err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := memory.New(memory.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			run, err := tc.run(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- run(t.Context()) }()
+			time.Sleep(10 * time.Millisecond) // most likely waiting for its next pass by now; either way it must stop
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				if !errors.Is(err, retail.ErrClosed) {
+					t.Errorf("%s.Run after Close = %v, want an error matching ErrClosed", tc.name, err)
+				}
+			case <-time.After(waitLimit):
+				t.Fatalf("%s.Run still running %v after its Store was closed", tc.name, waitLimit)
+			}
+		})
+	}
+}
