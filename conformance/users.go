@@ -18,6 +18,7 @@ var userTests = []behaviour{
 	{name: "Users_LogoutUserWithoutSessionsIsNoOp", test: testUsersLogoutUserNone},
 	{name: "Users_LoginInLogoutUsersMillisecondIsOver", test: testUsersLoginInLogoutUsersMillisecond},
 	{name: "Users_TokenOfASessionLoggedOutEverywhereIsFree", test: testUsersTokenLoggedOutEverywhereFree},
+	{name: "Users_UpdateTokenOfASessionLoggedOutEverywhereStartsAnew", test: testUsersUpdateTokenLoggedOutEverywhere},
 }
 
 func testUsersList(h *harness) {
@@ -199,4 +200,17 @@ func testUsersTokenLoggedOutEverywhereFree(h *harness) {
 	h.renew("tok-g", "tok-2", "")
 	h.wantUser("tok-2", "")
 	h.wantNoSession("tok-g")
+}
+
+// UpdateToken of another user on the token of a session that its user
+// logged out of everywhere, not yet removed, starts a new session: what
+// the ended one held is not the new user's.
+func testUsersUpdateTokenLoggedOutEverywhere(h *harness) {
+	h.logoutUser("alice")
+	h.update("tok-1", "alice", "item-secret") // over: logged in in the LogoutUser's millisecond
+	h.clock.Advance(time.Millisecond)
+	h.update("tok-1", "bob", "")
+	h.wantUser("tok-1", "bob")
+	h.wantRecent("tok-1")
+	h.wantUserSessions("alice")
 }

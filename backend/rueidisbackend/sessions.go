@@ -197,7 +197,31 @@ var updateToken = sessionScript(updateSrc)
 // written (the session is new, changed user, or was last written
 // TouchEvery ago), the user's when the session is new or changed user. So
 // most calls leave the index's master alone, and a cluster spreads them.
+// A call that changes a live session's user then reads the old user's
+// last LogoutUser through the client-side cache.
 func (s *store) UpdateToken(ctx context.Context, token, user, item string) error {
+	was, err := s.updateToken(ctx, token, user, item)
+	if err != nil || was.user == "" {
+		return err
+	}
+	// The call changed the user of a live session, which the script could
+	// not tell was over: one that its old user logged out of everywhere
+	// (the instant is under that user's key, which the script cannot name
+	// beforehand). What such a session held is not the new user's: it
+	// goes, and the call starts a new session instead.
+	if out, err := s.revoked(ctx, was.user, was.created); !out || err != nil {
+		return err
+	}
+	if err := s.Logout(ctx, token); err != nil {
+		return err
+	}
+	_, err = s.updateToken(ctx, token, user, item)
+	return err
+}
+
+// updateToken is UpdateToken's script and index writes. If the call
+// changed the user of a live session, was is that session's login before.
+func (s *store) updateToken(ctx context.Context, token, user, item string) (was login, err error) {
 	// A session of user logged in before user's last LogoutUser is
 	// absent: the script replaces it by a new one, as an expired one. (A
 	// session of another user, this call logs in again.) On a single
@@ -207,7 +231,7 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	if s.cluster {
 		var err error
 		if out, err = s.loggedOutArg(ctx, user); err != nil {
-			return err
+			return login{}, err
 		}
 	}
 	key := s.k.session(token)
@@ -217,26 +241,29 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 		// The script may have run all the same (a call that gave up
 		// waiting, say): until the cache has heard, read the server.
 		s.sessionWritten(key, false)
-		return err
+		return login{}, err
 	}
 	s.sessionHolds(key, reply[1:3], true)
 	fresh, err := reply[0].AsInt64()
 	if err != nil {
-		return err
+		return login{}, err
 	}
 	prev, replaced, err := optString(reply[4])
 	if err != nil {
-		return err
+		return login{}, err
 	}
 	entry, moved, err := optString(reply[5])
 	if err != nil {
-		return err
+		return login{}, err
+	}
+	if fresh == 0 && replaced {
+		was, _ = parseLogin(prev)
 	}
 	var more []call
 	if s.cluster && (fresh == 1 || replaced) && user != "" {
 		cstamp, err := reply[3].ToString()
 		if err != nil {
-			return err
+			return login{}, err
 		}
 		more = append(more, s.addUserCall(user, token, cstamp))
 	}
@@ -244,14 +271,14 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 		more = append(more, s.unindexDropped(token, prev, user)...)
 	}
 	if !s.cluster || !moved {
-		return s.send(ctx, more)
+		return was, s.send(ctx, more)
 	}
 	e, err := strconv.ParseFloat(entry, 64)
 	if err != nil {
-		return err
+		return login{}, err
 	}
 	if fresh == 1 {
-		return s.indexNew(ctx, token, e, more)
+		return was, s.indexNew(ctx, token, e, more)
 	}
 	// The session was live: its entry is only raised, never created (see
 	// bumpCall), so that a Logout landing in between leaves none; a failed
@@ -259,10 +286,10 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	res := s.withDeferred(ctx, append([]call{s.bumpCall(token, entry)}, more...)...)
 	for _, r := range res[1:] {
 		if err := r.Error(); err != nil {
-			return err
+			return login{}, err
 		}
 	}
-	return nil
+	return was, nil
 }
 
 // updateCall is UpdateToken's call of update.lua for token's session, in
