@@ -208,7 +208,8 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	// not tell was over: one that its old user logged out of everywhere
 	// (the instant is under that user's key, which the script cannot name
 	// beforehand). What such a session held is not the new user's: it
-	// goes, and the call starts a new session instead.
+	// goes, and the call starts a new session instead. (A read of token in
+	// the round trips between may still see what it held.)
 	if out, err := s.revoked(ctx, was.user, was.created); !out || err != nil {
 		return err
 	}
