@@ -379,3 +379,48 @@ func TestBrowser_ShopFlow(t *testing.T) {
 	b.step("after logout", into(chromedp.Location(), &loc))
 	b.check("after logout", strings.HasPrefix(loc, base), "location %q is not the shop", loc)
 }
+
+// The back button after a logout shows no page of the visitor who left:
+// personal pages are no-store, so the browser asks the shop again, which
+// knows no session, instead of showing its copy from the history.
+func TestBrowser_BackAfterLogoutShowsNoPersonalPage(t *testing.T) {
+	path := requireChromium(t)
+	base := startShop(t)
+	b := newBrowser(t, path, base)
+
+	var user string
+	b.step("login and fill the cart",
+		chromedp.Navigate(base+"/item?item=kettle"),
+		chromedp.WaitVisible(chromedp.CSS("#add")),
+		chromedp.Click(chromedp.CSS(`#add button`)),
+		chromedp.WaitVisible(chromedp.CSS("#flash")),
+		chromedp.Navigate(base+"/login"),
+		chromedp.WaitVisible(chromedp.CSS(`input[name="user"]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name="user"]`), "alice"),
+		chromedp.Submit(chromedp.CSS(`input[name="user"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#user")),
+		chromedp.Click(chromedp.CSS("#cart-link")),
+		chromedp.WaitVisible(chromedp.CSS("#cart")),
+		into(chromedp.Text(chromedp.CSS("#user")), &user),
+	)
+	b.check("login and fill the cart", user == "alice", "#user %q, want alice", user)
+	b.step("logout",
+		chromedp.Click(chromedp.CSS(`form[action="/logout"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`a[href^="/login"]`)),
+		waitGone("#user"),
+	)
+	// A page the browser restores from its back/forward cache may leave
+	// this step's script context unusable: a regression may then show as
+	// a timeout here, with a screenshot of what the browser shows.
+	var loc, body string
+	var wentBack bool
+	b.step("back",
+		into(chromedp.Evaluate[bool](`history.back(), true`), &wentBack),
+		waitJS(`location.pathname === "/cart"`),
+		chromedp.WaitVisible(chromedp.CSS("main")),
+		into(chromedp.Location(), &loc),
+		into(chromedp.Text(chromedp.CSS("body")), &body),
+	)
+	b.check("back", !strings.Contains(body, "alice") && !strings.Contains(body, "Electric kettle"),
+		"back at %s after the logout shows the page of the visitor who left:\n%s", loc, body)
+}

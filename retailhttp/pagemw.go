@@ -28,7 +28,7 @@ type PageMiddlewareOptions struct {
 	// user's) are never shared with others. Set it to a function that
 	// returns false to cache for everyone, when every personal page says
 	// Cache-Control: private. The responses to skipped requests say
-	// Cache-Control: private, no-cache unless the handler sets its own.
+	// Cache-Control: no-store unless the handler sets its own.
 	Skip func(r *http.Request) bool
 
 	// PublicMaxAge is how long browsers and shared caches may show a page
@@ -119,10 +119,11 @@ type PageMiddlewareOptions struct {
 // they were served anonymously: a request with a session skips the
 // cache, and its If-None-Match goes to the handler.
 //
-// Responses to requests that Skip selects say Cache-Control: private,
-// no-cache unless the handler sets its own: what the cache does not
-// share, browsers should not reuse unasked and shared caches should not
-// keep.
+// Responses to requests that Skip selects say Cache-Control: no-store
+// unless the handler sets its own: what the cache does not share, no
+// cache should keep, and a browser should not show again from its
+// history, where no-cache is no bar: after a logout, the back button
+// would show the page of the visitor who just left.
 //
 // The cache never makes a page unavailable: if deciding, reading or
 // writing fails, the error is logged and the handler serves the request.
@@ -177,7 +178,7 @@ func (m *PageMiddleware) Handler(next http.Handler) http.Handler {
 		case m.opts.Skip(r):
 			hooks.CountPageBypass(m.cache)
 			w.Header().Set("X-Cache", CacheBypass)
-			w.Header().Set("Cache-Control", "private, no-cache")
+			w.Header().Set("Cache-Control", "no-store")
 			next.ServeHTTP(w, r)
 		case !m.canCache(r):
 			hooks.CountPageBypass(m.cache)

@@ -759,8 +759,8 @@ func TestPageMiddleware_PersonalRequestsGetThePersonalPage(t *testing.T) {
 	want := []cacheHeaders{
 		{200, "miss", etag, "0", "no-cache", "itemX for anonymous"},
 		{304, "hit", etag, "0", "no-cache", ""},
-		{200, "bypass", "", "", "private, no-cache", "itemX for alice"},
-		{200, "bypass", "", "", "private, no-cache", "itemX for alice"},
+		{200, "bypass", "", "", "no-store", "itemX for alice"},
+		{200, "bypass", "", "", "no-store", "itemX for alice"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("anonymous GET, anonymous conditional GET, GET with a session with and without If-None-Match mismatch (-want +got):\n%s", diff)
@@ -768,7 +768,7 @@ func TestPageMiddleware_PersonalRequestsGetThePersonalPage(t *testing.T) {
 }
 
 // TestPageMiddleware_HandlerDecidesCacheControlOfSkippedRequests: the
-// middleware's private, no-cache for a skipped request is a default that
+// middleware's no-store for a skipped request is a default that
 // the handler may replace.
 func TestPageMiddleware_HandlerDecidesCacheControlOfSkippedRequests(t *testing.T) {
 	h := &pageHandler{body: "itemX", header: http.Header{"Cache-Control": {"private, max-age=10"}}}

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/retailhttp"
@@ -172,6 +173,10 @@ type common struct {
 // flashKey is the session value holding a one-time message.
 const flashKey = "flash"
 
+// orderKey is the session value holding the number of the order that the
+// order summary shows, until the order is placed.
+const orderKey = "order"
+
 // itemLink is an item as the pages list it.
 type itemLink struct {
 	ID, Name, Price, URL string
@@ -188,15 +193,17 @@ func itemURL(id string) string { return "/item?item=" + url.QueryEscape(id) }
 func price(cents int) string { return fmt.Sprintf("$%d.%02d", cents/100, cents%100) }
 
 // common fills in what every page shows. Pages of a visitor with a
-// session are personal: they say so, so that no browser shows them again
-// unasked, and the page cache skips them anyway.
+// session are personal: no-store, so that no cache keeps them and no
+// browser shows them again from its history (no-cache would not stop
+// that: after a logout, the back button would show the cart of the
+// visitor who just left); the page cache skips them anyway.
 func (s *shop) common(w http.ResponseWriter, r *http.Request, title string) (common, error) {
 	c := common{Title: title, Here: r.URL.RequestURI(), Rendered: time.Now().Format(time.TimeOnly)}
 	sess, ok := retailhttp.SessionFrom(r.Context())
 	if !ok {
 		return c, nil
 	}
-	w.Header().Set("Cache-Control", "private, no-cache")
+	w.Header().Set("Cache-Control", "no-store")
 	c.Session, c.User = true, sess.User
 	ctx := r.Context()
 	var err error
@@ -365,22 +372,42 @@ func (s *shop) checkout(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	p := cartPage{common: c}
+	p := cartPage{common: c, Order: orderNumber()}
 	p.Lines, p.Total = s.lines(c.cart)
 	if len(p.Lines) == 0 {
 		http.Redirect(w, r, "/cart", http.StatusSeeOther)
 		return
 	}
-	w.Header().Set("Cache-Control", "no-store")
+	// The cart has lines, so there is a session. The form places the order
+	// of this number only, once: see placeOrder.
+	sess, _ := retailhttp.SessionFrom(r.Context())
+	if err := s.store.SetValue(r.Context(), sess.Token, orderKey, []byte(p.Order)); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	s.render(w, r, "checkout", p)
 }
 
 // placeOrder places the order (a real shop would take payment and write
-// the order to its database here), empties the cart and confirms.
+// the order to its database here), empties the cart and confirms. It
+// places the order the summary numbered, and only once: it takes the
+// number out of the session (PopValue, atomic), so that a second
+// submission of the form, a double click say, finds none and places
+// nothing.
 func (s *shop) placeOrder(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	sess, ok := retailhttp.SessionFrom(ctx)
 	if !ok {
+		http.Redirect(w, r, "/cart", http.StatusSeeOther)
+		return
+	}
+	order, ok, err := s.store.PopValue(ctx, sess.Token, orderKey)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if !ok || string(order) != r.PostFormValue("order") {
+		// Placed already, or a summary this session no longer holds.
 		http.Redirect(w, r, "/cart", http.StatusSeeOther)
 		return
 	}
@@ -389,7 +416,7 @@ func (s *shop) placeOrder(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	p := cartPage{common: c, Order: orderNumber()}
+	p := cartPage{common: c, Order: string(order)}
 	p.Lines, p.Total = s.lines(c.cart)
 	if len(p.Lines) == 0 {
 		http.Redirect(w, r, "/cart", http.StatusSeeOther)
@@ -460,11 +487,22 @@ func (s *shop) addToCart(w http.ResponseWriter, r *http.Request) {
 	}
 	name := s.catalog[id].Name
 	switch count, err := s.store.IncrementCart(ctx, sess.Token, id, n); {
+	case errors.Is(err, retail.ErrNoSession):
+		// The session ended meanwhile (a logout in another tab): its
+		// cart is gone.
 	case errors.Is(err, retail.ErrInvalid):
 		s.flash(ctx, sess.Token, "Sorry, that is more than your cart takes.")
 	case err != nil:
 		s.fail(w, r, err)
 		return
+	case count > maxCount:
+		// Past what the cart page's form takes: the line is set to the
+		// most it takes.
+		if err := s.store.AddToCart(ctx, sess.Token, id, maxCount); err != nil && !errors.Is(err, retail.ErrNoSession) {
+			s.fail(w, r, err)
+			return
+		}
+		s.flash(ctx, sess.Token, fmt.Sprintf("Your cart takes at most %d × %s; it has %d now.", maxCount, name, maxCount))
 	default:
 		s.flash(ctx, sess.Token, fmt.Sprintf("Added %d × %s to your cart (%d in it now).", n, name, count))
 	}
@@ -506,7 +544,7 @@ func (s *shop) loginForm(w http.ResponseWriter, r *http.Request) {
 func (s *shop) login(w http.ResponseWriter, r *http.Request) {
 	user := strings.TrimSpace(r.PostFormValue("user"))
 	next := localPath(r.PostFormValue("next"))
-	if user == "" || len(user) > 64 || strings.ContainsFunc(user, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
+	if user == "" || len(user) > 64 || !utf8.ValidString(user) || strings.ContainsFunc(user, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
 		c, err := s.common(w, r, "Log in")
 		if err != nil {
 			s.fail(w, r, err)

@@ -14,7 +14,9 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -628,9 +630,10 @@ func TestShop_CheckoutSummarisesAndPlacesTheOrder(t *testing.T) {
 	if !strings.Contains(p.body, `id="total">$68.97`) || !strings.Contains(p.body, `id="place-order"`) {
 		t.Errorf("order summary lacks the total $68.97 (2 x $29.99 + $8.99) or the button to place the order")
 	}
-	p = v.post("/checkout", nil)
-	if !regexp.MustCompile(`id="order">Your order number is <b>[0-9A-F]{8}</b>`).MatchString(p.body) || !strings.Contains(p.body, `id="total">$68.97`) {
-		t.Errorf("order confirmation lacks an order number or the total; body:\n%s", p.body)
+	order := orderIn(t, p)
+	p = v.post("/checkout", url.Values{"order": {order}})
+	if !strings.Contains(p.body, `id="order">Your order number is <b>`+order+`</b>`) || !strings.Contains(p.body, `id="total">$68.97`) {
+		t.Errorf("order confirmation lacks the summary's order number %s or the total; body:\n%s", order, p.body)
 	}
 	if p := v.get("/cart"); !strings.Contains(p.body, `id="empty"`) || cartUnits(p) != 0 {
 		t.Errorf("the cart is not empty after the order was placed")
@@ -695,5 +698,93 @@ func TestShop_DebugVarsPublishTheStoresStats(t *testing.T) {
 	}
 	if again := readVars()["retail"]; string(again) != string(vars["retail"]) {
 		t.Errorf("reading /debug/vars changed the Stats: %s, then %s", vars["retail"], again)
+	}
+}
+
+// orderIn returns the order number that an order summary's form places.
+func orderIn(t *testing.T, p page) string {
+	t.Helper()
+	m := regexp.MustCompile(`name="order" value="([0-9A-F]{8})"`).FindStringSubmatch(p.body)
+	if m == nil {
+		t.Fatalf("order summary has no order number to place; body:\n%s", p.body)
+	}
+	return m[1]
+}
+
+// Submitting the order form twice, as a double click does, places one
+// order: the second submission, concurrent or later, places nothing.
+func TestShop_PlacesAnOrderOnce(t *testing.T) {
+	s := newTestShop(t, shopOptions{})
+	v := s.visitor()
+	v.addToCart("kettle", "1")
+	order := orderIn(t, v.get("/checkout"))
+	const submits = 8
+	placed := make(chan bool, submits)
+	var wg sync.WaitGroup
+	for range submits {
+		wg.Go(func() {
+			res, err := v.client.PostForm(s.url+"/checkout", url.Values{"order": {order}})
+			if err != nil {
+				t.Error(err)
+				placed <- false
+				return
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			placed <- strings.Contains(string(body), `id="order">Your order number is`)
+		})
+	}
+	wg.Wait()
+	close(placed)
+	n := 0
+	for ok := range placed {
+		if ok {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d concurrent submissions of one order summary placed %d orders, want 1", submits, n)
+	}
+	// The form submitted again later, with a cart filled again (the back
+	// button, say), places nothing either: its order is placed.
+	v.addToCart("mug", "1")
+	if p := v.post("/checkout", url.Values{"order": {order}}); strings.Contains(p.body, "Your order number is") {
+		t.Errorf("a later submission of the placed order %s placed an order", order)
+	}
+}
+
+// Pages of a visitor with a session are no-store: with no-cache a browser
+// may still show them from its history, and the back button after a
+// logout would show the cart of the visitor who left.
+func TestShop_PersonalPagesAreNotStored(t *testing.T) {
+	s := newTestShop(t, shopOptions{})
+	v := s.visitor()
+	v.addToCart("kettle", "1")
+	v.login("alice")
+	for _, path := range []string{"/", "/cart", "/item?item=kettle", "/checkout", "/devices"} {
+		if p := v.get(path); p.header.Get("Cache-Control") != "no-store" {
+			t.Errorf("GET %s with a session: Cache-Control %q, want no-store", path, p.header.Get("Cache-Control"))
+		}
+	}
+}
+
+// A cart line takes at most maxCount units, however many additions.
+func TestShop_CartLineStaysWithinTheShopsLimit(t *testing.T) {
+	s := newTestShop(t, shopOptions{})
+	v := s.visitor()
+	for range 3 {
+		v.addToCart("kettle", strconv.Itoa(maxCount))
+	}
+	if p := v.get("/cart"); cartUnits(p) != maxCount {
+		t.Errorf("cart after adding %d kettles three times holds %d units, want %d", maxCount, cartUnits(p), maxCount)
+	}
+}
+
+func TestShop_LoginRejectsNamesThatAreNotUTF8(t *testing.T) {
+	s := newTestShop(t, shopOptions{})
+	v := s.visitor()
+	p := v.post("/login", url.Values{"user": {"al\xffice"}})
+	if p.status != http.StatusBadRequest || !strings.Contains(p.body, "Please give a name") {
+		t.Errorf("POST /login with a name that is not UTF-8: status %d, want 400 and a message", p.status)
 	}
 }
