@@ -28,8 +28,13 @@ const (
 // batchCall is a call of a script that takes many: its KEYS are shared
 // (the same in every call of a Store), then the call's own; its ARGV are
 // head (the same in every call but for the clock's ms, which comes first),
-// then the call's own.
-type batchCall struct{ shared, head, keys, args []string }
+// then the call's own. wrote, if set, runs if the caller left before its
+// answer came, once the batch it went out in has returned: the script may
+// have run, after the caller's own record of the write (see ownWrites).
+type batchCall struct {
+	shared, head, keys, args []string
+	wrote                    func()
+}
 
 // batcher group-commits the calls of one script.
 type batcher struct {
@@ -170,15 +175,23 @@ func (b *batcher) send(base context.Context) {
 		}
 		replies, err := b.run(ctx, batch)
 		cancel()
+		// Answered under mu, so that a caller leaving now gets its answer
+		// and the write of one that left before is recorded here, after
+		// the script ran, and before any caller of the batch reads on.
+		b.mu.Lock()
 		for i, p := range batch {
 			if err != nil {
 				p.err = err
 			} else {
 				p.reply = replies[i]
 			}
+			if p.left && p.call.wrote != nil {
+				p.call.wrote()
+			}
+		}
+		for _, p := range batch {
 			close(p.done)
 		}
-		b.mu.Lock()
 	}
 }
 

@@ -1,6 +1,9 @@
 package rueidisbackend_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -134,5 +137,265 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 30 s")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+var dummyViews atomic.Int64
+
+// gatedStore is a Store on the private server whose batches, while on is
+// set, each stop before they are sent: the batch's release channel comes
+// out of entered, and closing it sends the batch.
+type gatedStore struct {
+	s       *rueidisbackend.Store
+	on      atomic.Bool
+	entered chan chan struct{}
+}
+
+func newGatedStore(t *testing.T) *gatedStore {
+	t.Helper()
+	if server == nil {
+		unavailable(t, "Redis server", serverErr)
+	}
+	c := newClient(t, rueidis.ClientOption{InitAddress: []string{server.Addr()}, ForceSingleClient: true})
+	s, err := rueidisbackend.New(c, rueidisbackend.Options{Prefix: uniquePrefix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gatedStore{s: s, entered: make(chan chan struct{})}
+	rueidisbackend.SetBatchHook(s, func(int) {
+		if !g.on.Load() {
+			return
+		}
+		r := make(chan struct{})
+		g.entered <- r
+		<-r
+	})
+	return g
+}
+
+// leftInFlight runs, with the gate on, a batch holding call (made with a
+// context it cancels once the batch is on its way, so that call leaves)
+// and another call, other, that waits for its answer; between call's
+// leaving and the batch's sending it runs between. It returns call's error
+// once other has its answer, i.e. once the batch has run.
+func (g *gatedStore) leftInFlight(t *testing.T, dummy func(i int) error, call func(ctx context.Context) error, other func() error, between func()) error {
+	t.Helper()
+	s := g.s
+	g.on.Store(true)
+	// Two batches of one call each take the two places in flight.
+	dummies := make(chan error, 2)
+	var releases []chan struct{}
+	for i := range 2 {
+		go func() { dummies <- dummy(i) }()
+		releases = append(releases, <-g.entered)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	callDone, otherDone := make(chan error, 1), make(chan error, 1)
+	go func() { callDone <- call(ctx) }()
+	waitFor(t, func() bool { return queued(s) == 1 })
+	go func() { otherDone <- other() }()
+	waitFor(t, func() bool { return queued(s) == 2 })
+	// The first dummy's batch goes; its sender then takes both calls.
+	close(releases[0])
+	both := <-g.entered
+	cancel() // call leaves while its batch is on its way
+	callErr := <-callDone
+	if between != nil {
+		between()
+	}
+	g.on.Store(false)
+	close(both)
+	close(releases[1])
+	if err := <-otherDone; err != nil {
+		t.Fatalf("the other call of the batch: %v", err)
+	}
+	for range 2 {
+		if err := <-dummies; err != nil {
+			t.Fatalf("dummy refresh: %v", err)
+		}
+	}
+	return callErr
+}
+
+// TestBatch_RefreshWhoseCallerLeftInFlightIsReadBack: a RefreshSession
+// whose caller gives up while its batch is on its way still runs on the
+// server (the batch goes on for the other calls in it). The process wrote
+// the session, so its next read sees the item viewed, not the session as
+// the client-side cache still holds it. Whether a read is stale depends on
+// whether the invalidation has arrived, so the test counts stale reads
+// over many rounds.
+func TestBatch_RefreshWhoseCallerLeftInFlightIsReadBack(t *testing.T) {
+	g := newGatedStore(t)
+	s := g.s
+	const rounds = 300
+	for _, tok := range []string{"tok-a", "tok-b", "dummy-0", "dummy-1"} {
+		if err := s.UpdateToken(bg, tok, "user-start", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale := 0
+	for i := range rounds {
+		item := fmt.Sprintf("item-%d", i)
+		if _, err := s.RecentItems(bg, "tok-a"); err != nil { // cache the old items
+			t.Fatal(err)
+		}
+		err := g.leftInFlight(t, func(i int) error {
+			_, _, err := s.RefreshSession(bg, fmt.Sprintf("dummy-%d", i), fmt.Sprintf("view-%d", dummyViews.Add(1)))
+			return err
+		},
+			func(ctx context.Context) error { _, _, err := s.RefreshSession(ctx, "tok-a", item); return err },
+			func() error { _, _, err := s.RefreshSession(bg, "tok-b", item); return err },
+			nil)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("round %d: RefreshSession that left = %v, want context.Canceled", i, err)
+		}
+		recent, err := s.RecentItems(bg, "tok-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recent) == 0 || recent[0] != item {
+			stale++
+			if stale == 1 {
+				t.Errorf("round %d: RecentItems after the batch ran = %q, want %q first (the refresh ran on the server)", i, recent, item)
+			}
+		}
+	}
+	if stale > 0 {
+		t.Errorf("%d of %d reads after a refresh that left its batch were stale", stale, rounds)
+	}
+}
+
+// TestBatch_UpdateWhoseCallerLeftInFlightIsReadBack: UpdateToken, when its
+// caller gives up while its batch is on its way, records at once that the
+// session changed. A read made before the batch runs (the visitor's next
+// request, say) finds the session as it was on the server, and must not
+// stand for what the session holds after the batch has run: the record is
+// made again then.
+func TestBatch_UpdateWhoseCallerLeftInFlightIsReadBack(t *testing.T) {
+	g := newGatedStore(t)
+	s := g.s
+	const rounds = 300
+	for _, tok := range []string{"tok-a", "tok-b", "dummy-0", "dummy-1"} {
+		if err := s.UpdateToken(bg, tok, "user-start", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale := 0
+	for i := range rounds {
+		user := fmt.Sprintf("user-%d", i)
+		if _, _, err := s.CheckToken(bg, "tok-a"); err != nil { // cache the old login
+			t.Fatal(err)
+		}
+		err := g.leftInFlight(t, func(i int) error {
+			return s.UpdateToken(bg, fmt.Sprintf("dummy-%d", i), "user-start", "")
+		},
+			func(ctx context.Context) error { return s.UpdateToken(ctx, "tok-a", user, "") },
+			func() error { return s.UpdateToken(bg, "tok-b", "user-start", "") },
+			func() {
+				if _, _, err := s.CheckToken(bg, "tok-a"); err != nil {
+					t.Fatal(err)
+				}
+			})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("round %d: UpdateToken that left = %v, want context.Canceled", i, err)
+		}
+		got, ok, err := s.CheckToken(bg, "tok-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok || got != user {
+			stale++
+			if stale == 1 {
+				t.Errorf("round %d: CheckToken after the batch ran = %q, %v; want %q (the update ran on the server)", i, got, ok, user)
+			}
+		}
+	}
+	if stale > 0 {
+		t.Errorf("%d of %d reads after an update that left its batch were stale", stale, rounds)
+	}
+}
+
+// TestBatch_CartWriteWhoseCallerLeftInFlightIsReadBack is
+// TestBatch_UpdateWhoseCallerLeftInFlightIsReadBack for AddToCart.
+func TestBatch_CartWriteWhoseCallerLeftInFlightIsReadBack(t *testing.T) {
+	g := newGatedStore(t)
+	s := g.s
+	const rounds = 300
+	for _, tok := range []string{"tok-a", "tok-b", "dummy-0", "dummy-1"} {
+		if err := s.UpdateToken(bg, tok, "user-start", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale := 0
+	for i := range rounds {
+		n := i + 1
+		if _, err := s.Cart(bg, "tok-a"); err != nil { // cache the old cart
+			t.Fatal(err)
+		}
+		err := g.leftInFlight(t, func(i int) error {
+			return s.AddToCart(bg, fmt.Sprintf("dummy-%d", i), "x", int(dummyViews.Add(1)%100)+1)
+		},
+			func(ctx context.Context) error { return s.AddToCart(ctx, "tok-a", "item", n) },
+			func() error { return s.AddToCart(bg, "tok-b", "item", n) },
+			func() {
+				if _, err := s.Cart(bg, "tok-a"); err != nil {
+					t.Fatal(err)
+				}
+			})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("round %d: AddToCart that left = %v, want context.Canceled", i, err)
+		}
+		cart, err := s.Cart(bg, "tok-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cart["item"] != n {
+			stale++
+			if stale == 1 {
+				t.Errorf("round %d: Cart after the batch ran = %v, want item: %d (the write ran on the server)", i, cart, n)
+			}
+		}
+	}
+	if stale > 0 {
+		t.Errorf("%d of %d reads after a cart write that left its batch were stale", stale, rounds)
+	}
+}
+
+// TestBatch_ScriptFlushRunsEachCallOnce: after SCRIPT FLUSH, batches of
+// IncrementCart calls are answered NOSCRIPT and sent again as EVAL: every
+// call runs exactly once.
+func TestBatch_ScriptFlushRunsEachCallOnce(t *testing.T) {
+	g := newGatedStore(t)
+	s := g.s
+	admin := newClient(t, rueidis.ClientOption{InitAddress: []string{server.Addr()}, ForceSingleClient: true, DisableCache: true})
+	const tokens, calls = 4, 50
+	for i := range tokens {
+		if err := s.UpdateToken(bg, fmt.Sprintf("flush-%d", i), "u", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round := range 5 {
+		if err := admin.Do(bg, admin.B().ScriptFlush().Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, tokens*calls)
+		for i := range tokens * calls {
+			go func() {
+				_, err := s.IncrementCart(bg, fmt.Sprintf("flush-%d", i%tokens), "item", 1)
+				errs <- err
+			}()
+		}
+		for range tokens * calls {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range tokens {
+			cart, err := s.Cart(bg, fmt.Sprintf("flush-%d", i))
+			if err != nil || cart["item"] != (round+1)*calls {
+				t.Fatalf("round %d: Cart(flush-%d) = %v, %v; want item: %d", round, i, cart, err, (round+1)*calls)
+			}
+		}
 	}
 }
