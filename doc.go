@@ -112,7 +112,7 @@
 // session of that user logged in at or before it is over for every call
 // from then on, whether or not the index listed it (a login running at the
 // same time, or an entry a Redis failover lost). Call it after changing a
-// password; a login that completes a millisecond later is not ended.
+// password; a login that begins a millisecond later is not ended.
 //
 // # Errors
 //
@@ -133,24 +133,33 @@
 // # Concurrency
 //
 // Stores, [PageCache] and the workers are safe for concurrent use. Each
-// Store call is atomic on its own: a session is never half cleaned, a due
-// row is claimed by one caller only, and a session refreshed while a
-// cleaning pass runs is never removed by that pass. Calls are not atomic
-// with each other; UpdateToken's view count and session update, for
-// example, may be seen one before the other.
+// Store call is atomic on its own, except where a backend says it runs in
+// steps (on Redis, RenewSession copies the session before it deletes the
+// old one, and in a cluster calls that touch several slots write them one
+// after the other): a session is never half cleaned, a due row is claimed
+// by one caller only, and a session refreshed while a cleaning pass runs
+// is never removed by that pass. Calls are not atomic with each other;
+// UpdateToken's view count and session update, for example, may be seen
+// one before the other.
 //
 // # Writing a backend
 //
 // A backend implements the narrower contract of package
 // [github.com/retailkit/retail/driver], which may assume valid arguments, a
 // live context and an open store and returns raw errors, and hands its
-// driver to [NewStore], which does the checking and wrapping for every
-// backend alike:
+// driver to [NewStoreWith], which does the checking and wrapping for every
+// backend alike, with the lifetime the backend resolved (the longest a
+// session may ask for) and its MaxSessionsPerUser, which the wrapper
+// enforces:
 //
 //	type driver struct{ /* ... */ }      // implements driver.Store
 //
 //	func New(opts Options) (retail.Store, error) {
-//		return retail.NewStore(&driver{ /* ... */ }), nil
+//		// ... resolve the session times, as below
+//		return retail.NewStoreWith(&driver{ /* ... */ }, retail.StoreOptions{
+//			Lifetime:           lifetime,
+//			MaxSessionsPerUser: opts.MaxSessionsPerUser,
+//		}), nil
 //	}
 //
 // Every method of driver.Store is required, those that only some backends

@@ -16,7 +16,8 @@ import (
 // up (see the backend's documentation for what such a call can leave). Invalid arguments make the call return an
 // [*InputError] (matching [ErrInvalid]) before anything is written; the rules
 // are in the package documentation, "Input rules". After [Store.Close], every
-// call with valid arguments but Stats returns an error matching [ErrClosed].
+// call with valid arguments but Stats and Close returns an error matching
+// [ErrClosed].
 // Every other error is an [*OpError].
 //
 // A miss is not an error: methods that look something up report it with a
@@ -259,7 +260,8 @@ type SessionOptions struct {
 	// Label names the session for its owner on a "your devices" page, such
 	// as "Firefox on Linux": the application's words, which UserSessions
 	// returns as given. At most [MaxLabelLen] bytes of printable UTF-8
-	// (spaces included, no control characters); "" for none.
+	// (the ASCII space included; other spaces and control characters
+	// refused); "" for none.
 	Label string
 }
 

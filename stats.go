@@ -56,16 +56,18 @@ type Stats struct {
 	// coalescing saved. Each is counted in PageHits too.
 	CoalescedRenders uint64
 
-	// SessionsStarted counts the sessions [Sessions.StartSession] created:
-	// its calls that returned created == true. UpdateToken creates
+	// SessionsStarted counts the sessions [Sessions.StartSession] and
+	// StartSessionFor created: their calls that returned created == true. UpdateToken creates
 	// sessions too, but is not counted, since backends do not report
 	// whether a call created a session or refreshed one; RenewSession moves
 	// a session to a new token and creates none.
 	SessionsStarted uint64
 
-	// Logouts counts the calls of [Sessions.Logout] that returned nil. Each
-	// ends at most one session; a call for a token that had none counts
-	// too, since backends do not report the difference.
+	// Logouts counts the sessions ended one at a time: the calls of
+	// [Sessions.Logout] and EndSession that returned nil, and the sessions
+	// a login ended under StoreOptions.MaxSessionsPerUser. Each call ends
+	// at most one session; one for a token that had none counts too, since
+	// backends do not report the difference.
 	Logouts uint64
 
 	// LogoutUserSessions counts the sessions [Sessions.LogoutUser] ended,

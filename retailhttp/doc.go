@@ -43,8 +43,9 @@
 // trip. What they do give: a cookie this server did not make (forged,
 // guessed, tampered with) never reaches the Store (with token cookies, a
 // well-formed guess costs one lookup), and a session cannot outlast the expiry
-// signed into its cookie ([SessionOptions].MaxAge) even if the Store's
-// lifetime is longer. What they cost: a longer cookie, keys to keep secret
+// signed into its cookie ([SessionOptions].MaxAge, or the
+// [LoginOptions].Lifetime of its login) even if the Store's lifetime is
+// longer. What they cost: a longer cookie, keys to keep secret
 // and rotate, and the user readable by the client. Token cookies are the
 // simpler choice.
 //

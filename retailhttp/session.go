@@ -69,8 +69,9 @@ type SessionOptions struct {
 	// least a second. It should match the Store's session lifetime
 	// (retail.DefaultLifetime unless the backend's options say otherwise):
 	// the session ends at whichever comes first, so a shorter MaxAge
-	// shortens sessions, and a longer one only keeps a dead cookie in the
-	// browser until its next request clears it.
+	// shortens sessions (but for those of a LoginWith with a Lifetime,
+	// whose cookie lasts that lifetime instead), and a longer one only
+	// keeps a dead cookie in the browser until its next request clears it.
 	MaxAge time.Duration
 
 	// SigningKeys, if not empty, switch the manager to signed-cookie mode

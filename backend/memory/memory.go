@@ -1,7 +1,7 @@
 // Package memory is an in-process [retail.Store]: the reference semantics of
 // the conformance suite, and a fast store for tests and single-process shops.
 //
-// Sessions are kept in maps by token, lists ordered by last-seen time and an
+// Sessions are kept in maps by session ID (a hash of the token), lists ordered by last-seen time and an
 // index of each user's sessions, so StartSession, RefreshSession,
 // UpdateToken, RenewSession and Logout cost O(1), UserSessions and
 // LogoutUser O(k) for a user's k sessions (and a sort), and a cleaning pass

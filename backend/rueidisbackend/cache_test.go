@@ -29,8 +29,8 @@ func forEachCachingTarget(t *testing.T, f func(t *testing.T, tg target)) {
 // as in another process): the second Store caches a login, the first
 // changes it, and the second polls its cache until it sees the change. It
 // reports how long that took (p50-us, p99-us, max-us) and the share of
-// writes the second Store read stale at least once (stale/op). The package
-// documentation quotes these figures.
+// writes the second Store read stale at least once (stale/op).
+// docs/redis-backend.md quotes these figures.
 func BenchmarkCache_CrossProcessStaleness(b *testing.B) {
 	for _, tg := range targets {
 		if !tg.caching {

@@ -31,6 +31,7 @@
 //	cache:H (string)         retail:page:KEY (string)        the page cache's key instead of a hash; the value starts with its expiry
 //	inv:ID (string)          retail:row:ID (string)          same
 //	schedule:, delay: (zset) retail:{rows}:schedule, :delay  one slot, so one script claims due rows
+//	                         retail:itempages:{I} (set)      the keys of item I's pages, for PurgeItemPages
 //	                         retail:claim:{NAME} (string)    the latest turn of a worker's work, "TURN OWNER", so that processes take turns
 //
 // T is the session's ID, the hash of its token (the Store never hands a
@@ -46,9 +47,11 @@
 //	#values    the number of values; value:KEY each value
 //	label      the label the login gave it (StartSessionFor, RenewSessionFor), if any; copied by RenewSession
 //
-// A single server runs each session call as one script that also writes
-// the shared sets it affects, so a session and its index change in one
-// atomic step; the scripts that every request runs (RefreshSession,
+// A single server creates, refreshes and cleans a session in one script
+// that also writes the session index (and, at creation, its user's), so a
+// session and its index change in one atomic step; RenewSession runs in
+// steps (renew.go), and a Logout removes the user's index entry in a
+// second round trip. The scripts that every request runs (RefreshSession,
 // UpdateToken and the cart writes) are group-committed: calls that arrive
 // while earlier ones are on their way go out as one script call that runs
 // each in turn and answers each. In a cluster every script touches one
@@ -68,11 +71,14 @@
 // therefore a lower bound of the real idle deadline, and past it the exact
 // last-seen time is read from the server.
 //
-// Every key also gets a TTL, a memory safety net Options.TTLSlack (a
-// minute by default) beyond the moment its entry ends by the Store's
-// clock: a page its TTL plus the slack; a session until its idle deadline
-// or lifetime, plus the slack, plus at most TouchEvery; a user's index a
-// lifetime plus the slack after its newest entry. With a clock slower than
+// Every key whose entry ends by the Store's clock (sessions, pages, users'
+// indexes, logout instants, worker claims) also gets a TTL, a memory
+// safety net Options.TTLSlack (a minute by default) beyond that moment: a
+// page its TTL plus the slack; a session until its idle deadline or
+// lifetime, plus the slack, plus at most TouchEvery; a user's index a
+// lifetime plus the slack after its newest entry. Cached rows, which end
+// when they are unscheduled, and the shared sets (the session index, the
+// view counts, the row schedule) have none. With a clock slower than
 // real time, such as retail.ManualClock, keys can go before their entry
 // ends only if it is held for its life plus TTLSlack of real time.
 //

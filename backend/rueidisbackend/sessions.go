@@ -323,13 +323,18 @@ func (s *store) updateCall(key, token, user, item, loggedOut string) batchCall {
 // kept for later (deferred.go).
 func (s *store) indexNew(ctx context.Context, token string, stamp float64, more []call) error {
 	res := s.withDeferred(ctx, append([]call{s.indexCall(token, stamp)}, more...)...)
+	failed := res[0].Error() != nil
+	if failed {
+		// Kept whether or not the calls more failed too: the session
+		// exists, whatever the caller is told.
+		s.deferred.keep(map[string]float64{token: stamp})
+	}
 	for _, r := range res[1:] {
 		if err := r.Error(); err != nil {
 			return err
 		}
 	}
-	if res[0].Error() != nil {
-		s.deferred.keep(map[string]float64{token: stamp})
+	if failed {
 		return nil
 	}
 	n, err := s.c.Do(ctx, s.c.B().Exists().Key(s.k.session(token)).Build()).AsInt64()
