@@ -18,7 +18,7 @@
 //
 //	retail.operation  the method: "CheckToken"
 //	retail.backend    Options.Backend: "memory", "redis"
-//	retail.outcome    ok, miss, invalid, no_session, closed, deadline, canceled or backend
+//	retail.outcome    ok, miss, invalid, no_session, closed, deadline, canceled, backend or panic
 //
 // An outcome is "miss" when the call returned false in its boolean result
 // and no error: nothing found (CheckToken, Value, Page, Row, ItemRank and
@@ -27,8 +27,10 @@
 // error outcomes are the error's kind, by errors.Is, in this order:
 // [retail.ErrInvalid], [retail.ErrNoSession], [retail.ErrClosed],
 // [context.DeadlineExceeded], [context.Canceled], and "backend" for every
-// other error. A failed call's span has status Error, described by its
-// kind only, and the kind as attribute error.type too.
+// other error; "panic" when the wrapped Store panicked (the span is
+// ended and the panic goes on to the caller). A failed call's span has
+// status Error, described by its kind only, and the kind as attribute
+// error.type too.
 //
 // Metrics, with the attributes retail.operation and retail.backend where
 // they count calls, and retail.backend otherwise:

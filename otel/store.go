@@ -39,6 +39,7 @@ const (
 	OutcomeDeadline  = "deadline"
 	OutcomeCanceled  = "canceled"
 	OutcomeBackend   = "backend"
+	OutcomePanic     = "panic" // the wrapped Store panicked
 )
 
 // Options configures Wrap.
@@ -138,16 +139,22 @@ func (s *Store) begin(ctx context.Context, op string) (context.Context, call) {
 }
 
 // end records the call's outcome: found is the call's boolean result (true
-// for calls without one), err its error.
-func (c call) end(found bool, err error) {
+// for calls without one), err its error, and panicked what the wrapped
+// Store panicked with (nil if it returned). A panic is recorded with the
+// outcome "panic" and goes on once the span has ended.
+func (c call) end(found bool, err error, panicked any) {
 	elapsed := time.Since(c.start).Seconds()
 	outcome := Outcome(found, err)
+	if panicked != nil {
+		outcome = OutcomePanic
+		defer panic(panicked)
+	}
 	ctx := c.ctx
 	attrs := metric.WithAttributes(OperationKey.String(c.op), c.s.backend, OutcomeKey.String(outcome))
 	c.s.calls.Add(ctx, 1, attrs)
 	c.s.duration.Record(ctx, elapsed, attrs)
 	c.span.SetAttributes(OutcomeKey.String(outcome))
-	if err != nil {
+	if err != nil || panicked != nil {
 		c.s.errs.Add(ctx, 1, metric.WithAttributes(OperationKey.String(c.op), c.s.backend, ErrorTypeKey.String(outcome)))
 		// The kind, never the message: an OpError names the call's key
 		// argument (an item, a user, a token's first bytes).
