@@ -115,6 +115,11 @@ func (s *CookieSigner) open(name, value string) (payload []byte, ok bool) {
 	if len(value) > MaxCookieLen {
 		return nil, false
 	}
+	// base64's decoder skips CR and LF, even in strict mode: refuse them, so
+	// that Sign's value is the only one that verifies.
+	if strings.ContainsAny(value, "\r\n") {
+		return nil, false
+	}
 	dot := strings.LastIndexByte(value, '.')
 	if dot < 0 {
 		return nil, false

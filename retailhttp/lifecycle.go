@@ -289,7 +289,9 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 	if opts.BrowserSession {
 		http.SetCookie(w, m.cookie(value, 0))
 	} else {
-		http.SetCookie(w, m.cookie(value, int(maxAge/time.Second)))
+		// At least a second: a Max-Age of 0 would make it a browser-session
+		// cookie.
+		http.SetCookie(w, m.cookie(value, max(int(maxAge/time.Second), 1)))
 	}
 	return s, nil
 }
