@@ -75,8 +75,12 @@ var cookieEncoding = base64.RawURLEncoding.Strict()
 
 // Sign returns a value for the cookie called name that carries data until
 // expires. It returns an error matching [retail.ErrInvalid] if the value
-// would be longer than [MaxCookieLen].
+// would be longer than [MaxCookieLen], or if s was not made by
+// [NewCookieSigner] (a zero CookieSigner has no key; it verifies nothing).
 func (s *CookieSigner) Sign(name string, data []byte, expires time.Time) (string, error) {
+	if len(s.keys) == 0 {
+		return "", invalid("CookieSigner.Sign", "signer", "has no key (make one with NewCookieSigner)")
+	}
 	payload := make([]byte, 8, 8+len(data))
 	binary.BigEndian.PutUint64(payload, uint64(expires.UnixMilli()))
 	payload = append(payload, data...)

@@ -215,3 +215,23 @@ func FuzzSessionManager_HandlerCookie(f *testing.F) {
 		}
 	})
 }
+
+// A CookieSigner not made by NewCookieSigner has no key: it signs nothing
+// and verifies nothing, and does not panic.
+func TestCookieSigner_ZeroValueSignsAndVerifiesNothing(t *testing.T) {
+	var zero retailhttp.CookieSigner
+	if v, err := zero.Sign("c", []byte("data"), time.Now().Add(time.Hour)); !errors.Is(err, retail.ErrInvalid) {
+		t.Errorf("zero CookieSigner.Sign = %q, %v, want an error matching ErrInvalid", v, err)
+	}
+	s, err := retailhttp.NewCookieSigner(key(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.Sign("c", []byte("data"), time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, ok := zero.Verify("c", v, time.Now()); ok {
+		t.Errorf("zero CookieSigner.Verify of a signed value = %q, true, want false", data)
+	}
+}
