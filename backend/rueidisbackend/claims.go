@@ -26,9 +26,9 @@ return 1
 
 // Claim implements driver.Store with one script on the work's key, so
 // that the workers of every process sharing the server or cluster take
-// turns (see retail.Coordinator). The key lives hold plus TTLSlack, as
-// every key's TTL is a safety net beyond the time the Store's clock gives
-// (see Options.TTLSlack).
+// turns (see retail.Coordinator). The key lives hold plus TTLSlack: its
+// TTL, as every TTL the Store sets, is a safety net beyond the time the
+// Store's clock gives (see Options.TTLSlack).
 func (s *store) Claim(ctx context.Context, name, owner string, turn int64, hold time.Duration) (bool, error) {
 	held, err := s.do(ctx, s.scriptCall(claimTurn, []string{s.k.claim(name)},
 		[]string{strconv.FormatInt(turn, 10), owner, i64(hold.Milliseconds() + s.ttlSlack.Milliseconds())}))[0].AsInt64()
