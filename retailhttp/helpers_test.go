@@ -187,3 +187,10 @@ func (s *failingStore) DeleteValue(ctx context.Context, token, key string) error
 	}
 	return s.Store.DeleteValue(ctx, token, key)
 }
+
+func (s *failingStore) SetItemPage(ctx context.Context, item, key string, body []byte, ttl time.Duration) error {
+	if s.fail["SetItemPage"] {
+		return errStoreDown
+	}
+	return s.Store.SetItemPage(ctx, item, key, body, ttl)
+}

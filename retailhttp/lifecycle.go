@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -189,16 +188,21 @@ type LoginOptions struct {
 
 // cookieKey is the session value under which LoginWith records a login's
 // cookie when it is not Login's, so that Renew sets the same kind, expiring
-// when the login's did: the Unix ms at which the login's cookie expires (in
-// signed-cookie mode, the expiry signed into it), after "session:" for a
-// browser-session cookie. A bare "session", as recorded before the expiry
-// was, is a browser-session cookie expiring MaxAge from the Renew. It
-// counts against retail.MaxSessionValues.
+// when the login's did: browserKind for a browser-session cookie, or the
+// Unix ms at which a persistent one expires (in signed-cookie mode, the
+// expiry signed into it). It counts against retail.MaxSessionValues.
 const cookieKey = "retailhttp:cookie"
 
-// browserKind starts the record of a browser-session login's cookie (see
-// cookieKey).
+// browserKind is cookieKey's record of a browser-session cookie.
 const browserKind = "session"
+
+// signedUntilKey is the session value under which LoginWith records, in
+// signed-cookie mode, the expiry signed into a browser-session cookie, the
+// Unix ms, so that Renew signs the same: it has no Max-Age to keep it. It
+// is a value of its own, so that cookieKey's records read the same to
+// every version (a Renew by one that does not know it signs MaxAge from
+// the Renew, as before); a later login of another kind leaves it unread.
+const signedUntilKey = "retailhttp:signed-until"
 
 // LoginWith is [SessionManager.Login] with the choices opts makes: a
 // browser-session or a persistent cookie, and the session's own lifetime,
@@ -269,12 +273,13 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 		}
 	}
 	switch {
-	case opts.Lifetime != 0 || opts.BrowserSession:
-		kind := strconv.FormatInt(expires.UnixMilli(), 10)
-		if opts.BrowserSession {
-			kind = browserKind + ":" + kind
+	case opts.BrowserSession:
+		err = m.store.SetValue(ctx, s.Token, cookieKey, []byte(browserKind))
+		if err == nil && m.signer != nil {
+			err = m.store.SetValue(ctx, s.Token, signedUntilKey, []byte(strconv.FormatInt(expires.UnixMilli(), 10)))
 		}
-		err = m.store.SetValue(ctx, s.Token, cookieKey, []byte(kind))
+	case opts.Lifetime != 0:
+		err = m.store.SetValue(ctx, s.Token, cookieKey, []byte(strconv.FormatInt(expires.UnixMilli(), 10)))
 	case renewed:
 		err = m.store.DeleteValue(ctx, s.Token, cookieKey)
 	}
@@ -350,30 +355,48 @@ func (m *SessionManager) Renew(ctx context.Context, w http.ResponseWriter) (Sess
 		m.setCookie(w, value)
 		return s, nil
 	}
-	if string(kind) == browserKind { // recorded without the expiry
+	if string(kind) == browserKind {
+		if value, err = m.browserValue(ctx, s, value); err != nil {
+			return s, err
+		}
 		http.SetCookie(w, m.cookie(value, 0))
 		return s, nil
 	}
-	rest, browser := strings.CutPrefix(string(kind), browserKind+":")
-	until, perr := strconv.ParseInt(rest, 10, 64)
+	until, perr := strconv.ParseInt(string(kind), 10, 64)
 	if perr != nil {
 		m.setCookie(w, value)
 		return s, nil
 	}
-	// The login's expiry, in the signature too: a Renew neither moves
-	// the signed bound past what LoginWith chose nor cuts it short.
+	// The login's expiry, in the signature too: a Renew neither moves the
+	// signed bound past what LoginWith chose nor cuts it short.
 	left := time.UnixMilli(until).Sub(m.opts.Clock.Now())
 	if m.signer != nil {
 		if value, err = m.cookieValueUntil(s, time.UnixMilli(until)); err != nil {
 			return s, err
 		}
 	}
-	if browser {
-		http.SetCookie(w, m.cookie(value, 0))
-	} else {
-		http.SetCookie(w, m.cookie(value, max(int(left/time.Second), 1)))
-	}
+	http.SetCookie(w, m.cookie(value, max(int(left/time.Second), 1)))
 	return s, nil
+}
+
+// browserValue returns the value of a browser-session cookie for s, which
+// Renew moved a login's session to: in signed-cookie mode, signed with the
+// login's expiry if LoginWith recorded it (see signedUntilKey), else value,
+// signed MaxAge from now.
+func (m *SessionManager) browserValue(ctx context.Context, s Session, value string) (string, error) {
+	if m.signer == nil {
+		return value, nil
+	}
+	v, found, err := m.store.Value(ctx, s.Token, signedUntilKey)
+	if err != nil {
+		logError(ctx, m.opts.Logger, "retailhttp: reading the login's signed expiry failed; signing MaxAge from now", err)
+		return value, nil
+	}
+	until, perr := strconv.ParseInt(string(v), 10, 64)
+	if !found || perr != nil {
+		return value, nil
+	}
+	return m.cookieValueUntil(s, time.UnixMilli(until))
 }
 
 // Logout ends the request's session with [retail.Sessions.Logout],

@@ -1298,3 +1298,23 @@ func TestPageMiddleware_HeaderKeysInAnyCaseMakeAResponsePersonal(t *testing.T) {
 		})
 	}
 }
+
+// A page that could not be stored is served as the handler rendered it;
+// if its response also clears a dead session cookie, the handler's public
+// Cache-Control becomes private, as a stored page's does.
+func TestPageMiddleware_UnstoredPageThatClearsACookieIsPrivate(t *testing.T) {
+	s, clock := newRankedStore(t)
+	fs := &failingStore{Store: s, fail: map[string]bool{"SetItemPage": true}}
+	c := newPageCache(t, fs, retail.PageCacheOptions{Clock: clock})
+	sm := newManager(t, s, retailhttp.SessionOptions{Clock: clock})
+	pm := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{})
+	ph := &pageHandler{body: "itemX", header: http.Header{"Cache-Control": {"public, max-age=3600"}}}
+	dead := "retail_session=" + "0123456789abcdef0123456789abcdef"
+	res := request(sm.Handler(pm.Handler(ph)), http.MethodGet, "http://shop.test/?item=itemX", "Cookie: "+dead).Result()
+	if !isCleared(res) {
+		t.Fatalf("GET with a dead session cookie does not clear it; Set-Cookie %q", res.Header["Set-Cookie"])
+	}
+	if cc := res.Header.Get("Cache-Control"); cc != "private, max-age=3600" {
+		t.Errorf("unstored page with a cleared cookie: X-Cache %s, Cache-Control %q, want private, max-age=3600", res.Header.Get("X-Cache"), cc)
+	}
+}

@@ -277,18 +277,16 @@ var hopHeaders = []string{"Connection", "Content-Length", "Date", "Keep-Alive", 
 // It answers 304 to a request whose If-None-Match matches its ETag.
 func serve(w http.ResponseWriter, r *http.Request, p *retail.CachedPage, xcache string, now time.Time, publicMaxAge time.Duration) {
 	h := w.Header()
+	// A cookie set around the middleware (the session manager clearing a
+	// dead one) is this visitor's: no shared cache may keep the response
+	// and hand it to others.
+	personal := setsCookie(h)
 	stored := !p.Expires.IsZero()
 	if stored {
 		h.Set("Age", strconv.FormatInt(wholeSeconds(now.Sub(p.Stored)), 10))
 		cc := "no-cache"
 		if publicMaxAge > 0 {
 			cc = "public, max-age=" + strconv.FormatInt(wholeSeconds(min(publicMaxAge, p.Expires.Sub(now))), 10)
-		}
-		if len(h["Set-Cookie"]) > 0 {
-			// A cookie set around the middleware (the session manager
-			// clearing a dead one) is this visitor's: no shared cache
-			// may keep it and hand it to others.
-			cc = "private, " + strings.TrimPrefix(cc, "public, ")
 		}
 		h.Set("Cache-Control", cc)
 		if etag := firstValue(p.Header, "Etag"); etag != "" {
@@ -312,12 +310,41 @@ func serve(w http.ResponseWriter, r *http.Request, p *retail.CachedPage, xcache 
 	if _, ok := h["Content-Type"]; !ok {
 		h.Set("Content-Type", http.DetectContentType(p.Body))
 	}
+	if personal {
+		h.Set("Cache-Control", private(h.Get("Cache-Control")))
+	}
 	h.Set("Content-Length", strconv.Itoa(len(p.Body)))
 	h.Set("X-Cache", xcache)
 	w.WriteHeader(p.Status)
 	if r.Method != http.MethodHead {
 		w.Write(p.Body)
 	}
+}
+
+// setsCookie reports whether h sets a cookie, under its key in any case.
+func setsCookie(h http.Header) bool {
+	for k, vs := range h {
+		if len(vs) > 0 && http.CanonicalHeaderKey(k) == "Set-Cookie" {
+			return true
+		}
+	}
+	return false
+}
+
+// private returns the Cache-Control cc for a response that only its
+// visitor may keep: public made private, or private added.
+func private(cc string) string {
+	var out []string
+	for d := range strings.SplitSeq(cc, ",") {
+		d = strings.TrimSpace(d)
+		name, _, _ := strings.Cut(d, "=")
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "", "public", "private":
+			continue
+		}
+		out = append(out, d)
+	}
+	return strings.Join(append([]string{"private"}, out...), ", ")
 }
 
 // wholeSeconds returns d in whole seconds, rounded down, and 0 if d is

@@ -23,7 +23,7 @@ type faultyClient struct {
 	down map[string]bool
 }
 
-var errNodeDown = errors.New("review3: node down")
+var errNodeDown = errors.New("faulty client: node down")
 
 func (f *faultyClient) setDown(keys ...string) {
 	f.mu.Lock()
@@ -278,5 +278,33 @@ func TestCluster_DeferredReplayAfterLogoutLeavesNoLastingStray(t *testing.T) {
 	}
 	if n, err := s.SessionCount(bg); n != 1 || err != nil {
 		t.Errorf("SessionCount = %d, %v; want 1", n, err)
+	}
+}
+
+// TestCluster_UpdateTokenOverALoggedOutSessionChecksEvenIfItsIndexWriteFails:
+// an UpdateToken of bob on the token of a session alice logged out of
+// everywhere, not yet removed, starts bob afresh, even when the write to
+// bob's index after the script fails: the script has given the session to
+// bob already, so a retry would not see the change of user again.
+func TestCluster_UpdateTokenOverALoggedOutSessionChecksEvenIfItsIndexWriteFails(t *testing.T) {
+	clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+	s, f, _, prefix := newFaultyClusterStore(t, clock)
+	if _, err := s.LogoutUser(bg, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpdateToken(bg, "tok-1", "alice", "item-secret"); err != nil { // over: logged in in the LogoutUser's millisecond
+		t.Fatal(err)
+	}
+	clock.Advance(time.Millisecond)
+	f.setDown(userKey(prefix, "bob"))
+	if err := s.UpdateToken(bg, "tok-1", "bob", ""); !errors.Is(err, errNodeDown) {
+		t.Errorf("UpdateToken(tok-1, bob) with bob's index down = %v, want an error matching %v", err, errNodeDown)
+	}
+	f.setDown()
+	if err := s.UpdateToken(bg, "tok-1", "bob", ""); err != nil {
+		t.Fatal(err)
+	}
+	if recent, err := s.RecentItems(bg, "tok-1"); err != nil || len(recent) != 0 {
+		t.Errorf("RecentItems(tok-1) of bob's session = %q, %v; want none: alice's session was over", recent, err)
 	}
 }

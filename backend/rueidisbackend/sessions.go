@@ -3,6 +3,7 @@ package rueidisbackend
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"strconv"
 	"time"
 
@@ -210,7 +211,7 @@ var updateToken = sessionScript(updateSrc)
 // last LogoutUser through the client-side cache.
 func (s *store) UpdateToken(ctx context.Context, token, user, item string) error {
 	was, err := s.updateToken(ctx, token, user, item)
-	if err != nil || was.user == "" {
+	if was.user == "" {
 		return err
 	}
 	// The call changed the user of a live session, which the script could
@@ -218,19 +219,23 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 	// (the instant is under that user's key, which the script cannot name
 	// beforehand). What such a session held is not the new user's: it
 	// goes, and the call starts a new session instead. (A read of token in
-	// the round trips between may still see what it held.)
-	if out, err := s.revoked(ctx, was.user, was.created); !out || err != nil {
-		return err
+	// the round trips between may still see what it held.) This is checked
+	// even if the index writes after the script failed: the session has its
+	// new user already, and a retry would not change it again.
+	out, rerr := s.revoked(ctx, was.user, was.created)
+	if !out || rerr != nil {
+		return errors.Join(err, rerr)
 	}
-	if err := s.Logout(ctx, token); err != nil {
-		return err
+	if lerr := s.Logout(ctx, token); lerr != nil {
+		return errors.Join(err, lerr)
 	}
 	_, err = s.updateToken(ctx, token, user, item)
 	return err
 }
 
-// updateToken is UpdateToken's script and index writes. If the call
-// changed the user of a live session, was is that session's login before.
+// updateToken is UpdateToken's script and index writes. If the script
+// changed the user of a live session, was is that session's login before,
+// whether or not the index writes after it failed.
 func (s *store) updateToken(ctx context.Context, token, user, item string) (was login, err error) {
 	// A session of user logged in before user's last LogoutUser is
 	// absent: the script replaces it by a new one, as an expired one. (A
@@ -262,18 +267,18 @@ func (s *store) updateToken(ctx context.Context, token, user, item string) (was 
 	if err != nil {
 		return login{}, err
 	}
-	entry, moved, err := optString(reply[5])
-	if err != nil {
-		return login{}, err
-	}
 	if fresh == 0 && replaced {
 		was, _ = parseLogin(prev)
+	}
+	entry, moved, err := optString(reply[5])
+	if err != nil {
+		return was, err
 	}
 	var more []call
 	if s.cluster && (fresh == 1 || replaced) && user != "" {
 		cstamp, err := reply[3].ToString()
 		if err != nil {
-			return login{}, err
+			return was, err
 		}
 		more = append(more, s.addUserCall(user, token, cstamp))
 	}
@@ -285,7 +290,7 @@ func (s *store) updateToken(ctx context.Context, token, user, item string) (was 
 	}
 	e, err := strconv.ParseFloat(entry, 64)
 	if err != nil {
-		return login{}, err
+		return was, err
 	}
 	if fresh == 1 {
 		return was, s.indexNew(ctx, token, e, more)
@@ -296,7 +301,7 @@ func (s *store) updateToken(ctx context.Context, token, user, item string) (was 
 	res := s.withDeferred(ctx, append([]call{s.bumpCall(token, entry)}, more...)...)
 	for _, r := range res[1:] {
 		if err := r.Error(); err != nil {
-			return login{}, err
+			return was, err
 		}
 	}
 	return was, nil

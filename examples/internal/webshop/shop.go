@@ -381,7 +381,12 @@ func (s *shop) checkout(w http.ResponseWriter, r *http.Request) {
 	// The cart has lines, so there is a session. The form places the order
 	// of this number only, once: see placeOrder.
 	sess, _ := retailhttp.SessionFrom(r.Context())
-	if err := s.store.SetValue(r.Context(), sess.Token, orderKey, []byte(p.Order)); err != nil {
+	switch err := s.store.SetValue(r.Context(), sess.Token, orderKey, []byte(p.Order)); {
+	case errors.Is(err, retail.ErrNoSession):
+		// The session ended meanwhile (a logout in another tab).
+		http.Redirect(w, r, "/cart", http.StatusSeeOther)
+		return
+	case err != nil:
 		s.fail(w, r, err)
 		return
 	}
@@ -390,10 +395,11 @@ func (s *shop) checkout(w http.ResponseWriter, r *http.Request) {
 
 // placeOrder places the order (a real shop would take payment and write
 // the order to its database here), empties the cart and confirms. It
-// places the order the summary numbered, and only once: it takes the
-// number out of the session (PopValue, atomic), so that a second
+// places the order the latest summary numbered, and only once: it takes
+// the number out of the session (PopValue, atomic), so that a second
 // submission of the form, a double click say, finds none and places
-// nothing.
+// nothing. A summary older than the latest (another tab) places nothing
+// and leaves the latest as it is.
 func (s *shop) placeOrder(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	sess, ok := retailhttp.SessionFrom(ctx)
@@ -401,16 +407,26 @@ func (s *shop) placeOrder(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/cart", http.StatusSeeOther)
 		return
 	}
-	order, ok, err := s.store.PopValue(ctx, sess.Token, orderKey)
-	if err != nil {
+	want := r.PostFormValue("order")
+	latest, ok, err := s.store.Value(ctx, sess.Token, orderKey)
+	if err == nil && ok && string(latest) == want {
+		latest, ok, err = s.store.PopValue(ctx, sess.Token, orderKey)
+		if err == nil && ok && string(latest) != want {
+			// A newer summary came between the two calls: it stays.
+			err = s.store.SetValue(ctx, sess.Token, orderKey, latest)
+		}
+	}
+	if err != nil && !errors.Is(err, retail.ErrNoSession) {
 		s.fail(w, r, err)
 		return
 	}
-	if !ok || string(order) != r.PostFormValue("order") {
-		// Placed already, or a summary this session no longer holds.
+	if err != nil || !ok || string(latest) != want {
+		// Placed already, or not the latest summary.
+		s.flash(ctx, sess.Token, "That order summary is no longer current.")
 		http.Redirect(w, r, "/cart", http.StatusSeeOther)
 		return
 	}
+	order := latest
 	c, err := s.common(w, r, "Thank you")
 	if err != nil {
 		s.fail(w, r, err)

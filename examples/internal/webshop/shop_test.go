@@ -788,3 +788,19 @@ func TestShop_LoginRejectsNamesThatAreNotUTF8(t *testing.T) {
 		t.Errorf("POST /login with a name that is not UTF-8: status %d, want 400 and a message", p.status)
 	}
 }
+
+// Of two order summaries (two tabs, or a reload), the latest places the
+// order: the older places nothing, and does not stop the latest.
+func TestShop_OnlyTheLatestSummaryPlacesTheOrder(t *testing.T) {
+	s := newTestShop(t, shopOptions{})
+	v := s.visitor()
+	v.addToCart("kettle", "1")
+	older := orderIn(t, v.get("/checkout"))
+	latest := orderIn(t, v.get("/checkout"))
+	if p := v.post("/checkout", url.Values{"order": {older}}); strings.Contains(p.body, "Your order number is") {
+		t.Errorf("the older summary %s placed an order", older)
+	}
+	if p := v.post("/checkout", url.Values{"order": {latest}}); !strings.Contains(p.body, `id="order">Your order number is <b>`+latest+`</b>`) {
+		t.Errorf("the latest summary %s placed no order after the older one was submitted; body:\n%s", latest, p.body)
+	}
+}
