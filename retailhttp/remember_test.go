@@ -226,3 +226,21 @@ func TestLoginWith_RenewDoesNotCutABrowserSessionLoginShort(t *testing.T) {
 	r.clock.Advance(2 * time.Hour)
 	wantSession(t, r.m, "2 hours after the Renew of a 7-day browser-session login", c, retailhttp.Session{Token: token, User: "alice"})
 }
+
+// A browser-session login is recorded for Renew as every version of this
+// package reads it, the bare "session", in both cookie modes: an older
+// version that renews the session (a rollback, a fleet in the middle of a
+// deploy) then sets a browser-session cookie too, not a persistent one.
+func TestLoginWith_BrowserSessionRecordReadsTheSameToEveryVersion(t *testing.T) {
+	for _, mode := range cookieModes {
+		t.Run(mode.name, func(t *testing.T) {
+			r := newRememberRigWith(t, mode.opts)
+			r.opts = retailhttp.LoginOptions{Lifetime: 12 * time.Hour, BrowserSession: true}
+			c := r.do("/login?user=alice", nil)
+			kind, ok, err := r.s.Value(context.Background(), r.token(c), "retailhttp:cookie")
+			if err != nil || !ok || string(kind) != "session" {
+				t.Errorf(`the login's cookie record = %q, %v, %v; want "session", true, nil`, kind, ok, err)
+			}
+		})
+	}
+}
