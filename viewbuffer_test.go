@@ -207,8 +207,10 @@ func TestStore_ViewCountedDuringCloseReachesTheDriver(t *testing.T) {
 	}
 	close(d.release)
 	r := <-done
-	sent := slices.ContainsFunc(d.recorded(), func(c string) bool { return strings.HasPrefix(c, "CountViews(") })
-	if r.err == nil && r.ok && !sent {
+	if r.err != nil || !r.ok {
+		t.Fatalf("RefreshSession during Close = %v, %v; want true, nil: the call had passed the closed check", r.ok, r.err)
+	}
+	if sent := slices.ContainsFunc(d.recorded(), func(c string) bool { return strings.HasPrefix(c, "CountViews(") }); !sent {
 		t.Fatalf("RefreshSession reported success during Close, but its view never reached the driver: %q", d.recorded())
 	}
 }

@@ -173,116 +173,43 @@ func (r *logRecorder) Logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(r, nil))
 }
 
-// A SessionCleaner cleans with any Idle it accepts: with one under half a
+// A worker works with any period it accepts: with one under half a
 // millisecond or near the largest Duration, twice it (how long a turn is
 // held) is not a hold Claim takes, unless the hold is kept in range.
-func TestSessionCleaner_CleansWithAnyIdleItAccepts(t *testing.T) {
-	for _, idle := range []time.Duration{100 * time.Microsecond, time.Duration(math.MaxInt64)} {
-		t.Run(idle.String(), func(t *testing.T) {
-			s, err := memory.New(memory.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			ctx := t.Context()
+func TestWorkers_WorkWithAnyPeriodTheyAccept(t *testing.T) {
+	ctx := t.Context()
+	var logs logRecorder
+	cleaner := func(idle time.Duration) func(s retail.Store) (worker, func() bool) {
+		return func(s retail.Store) (worker, func() bool) {
 			for _, tok := range []string{"a", "b", "c"} {
 				if _, err := s.StartSession(ctx, tok, ""); err != nil {
 					t.Fatal(err)
 				}
 			}
-			var logs bytes.Buffer
-			c, err := retail.NewSessionCleaner(s, retail.SessionCleanerOptions{
-				Keep: 1, Idle: idle, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-			})
+			c, err := retail.NewSessionCleaner(s, retail.SessionCleanerOptions{Keep: 1, Idle: idle, Logger: logs.Logger()})
 			if err != nil {
 				t.Fatal(err)
 			}
-			rctx, cancel := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- c.Run(rctx) }()
-			deadline := time.Now().Add(waitLimit)
-			for {
-				n, _ := s.SessionCount(ctx)
-				if n == 1 {
-					break
+			return c, func() bool { n, _ := s.SessionCount(ctx); return n == 1 }
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		start func(s retail.Store) (w worker, done func() bool)
+	}{
+		{"SessionCleaner/Idle=100µs", cleaner(100 * time.Microsecond)},
+		{"SessionCleaner/Idle=MaxInt64", cleaner(time.Duration(math.MaxInt64))},
+		{"ViewRescaler/Every=100µs", func(s retail.Store) (worker, func() bool) {
+			for _, it := range []string{"a", "b", "c"} {
+				if err := s.CountView(ctx, it); err != nil {
+					t.Fatal(err)
 				}
-				if time.Now().After(deadline) {
-					cancel()
-					<-done
-					t.Fatalf("cleaner with Idle %v never cleaned: %d sessions; logs:\n%.600s", idle, n, logs.String())
-				}
-				time.Sleep(time.Millisecond)
 			}
-			cancel()
-			if err := <-done; err != nil {
+			r, err := retail.NewViewRescaler(s, retail.ViewRescalerOptions{Every: 100 * time.Microsecond, Keep: 1, Logger: logs.Logger()})
+			if err != nil {
 				t.Fatal(err)
 			}
-		})
-	}
-}
-
-// A ViewRescaler rescales with any Every it accepts (see
-// TestSessionCleaner_CleansWithAnyIdleItAccepts).
-func TestViewRescaler_RescalesWithAnyEveryItAccepts(t *testing.T) {
-	s, err := memory.New(memory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ctx := t.Context()
-	for _, it := range []string{"a", "b", "c"} {
-		if err := s.CountView(ctx, it); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var logs bytes.Buffer
-	r, err := retail.NewViewRescaler(s, retail.ViewRescalerOptions{
-		Every: 100 * time.Microsecond, Keep: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(rctx) }()
-	deadline := time.Now().Add(waitLimit)
-	for {
-		top, _ := s.TopItems(ctx, 10)
-		if len(top) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			<-done
-			t.Fatalf("rescaler never rescaled: %v; logs:\n%.600s", top, logs.String())
-		}
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-}
-
-// A worker whose Store is closed stops at once with an error matching
-// ErrClosed, however long its wait for its next pass.
-func TestWorkers_StopWhenTheStoreCloses(t *testing.T) {
-	load := func(context.Context, string) (any, error) { return "row", nil }
-	for _, tc := range []struct {
-		name string
-		run  func(s retail.Store) (func(context.Context) error, error)
-	}{
-		{"SessionCleaner", func(s retail.Store) (func(context.Context) error, error) {
-			c, err := retail.NewSessionCleaner(s, retail.SessionCleanerOptions{Idle: time.Hour})
-			return c.Run, err
-		}},
-		{"ViewRescaler", func(s retail.Store) (func(context.Context) error, error) {
-			r, err := retail.NewViewRescaler(s, retail.ViewRescalerOptions{Every: time.Hour})
-			return r.Run, err
-		}},
-		{"RowCacher", func(s retail.Store) (func(context.Context) error, error) {
-			c, err := retail.NewRowCacher(s, load, retail.RowCacherOptions{Poll: time.Hour})
-			return c.Run, err
+			return r, func() bool { top, _ := s.TopItems(ctx, 10); return len(top) == 1 }
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -290,23 +217,78 @@ func TestWorkers_StopWhenTheStoreCloses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer s.Close()
+			w, done := tc.start(s)
+			stop := start(t, w)
+			eventually(t, tc.name+" to do its work", done)
+			if err := stop(); err != nil {
+				t.Errorf("Run = %v, want nil once its context ended", err)
+			}
+		})
+	}
+}
+
+// firstCallStore is a Store that tells when a worker's first Claim or
+// ClaimDueRows over it has returned: the worker then goes on to wait for
+// its next pass.
+type firstCallStore struct {
+	retail.Store
+	once   sync.Once
+	called chan struct{}
+}
+
+func (s *firstCallStore) Claim(ctx context.Context, name, owner string, turn int64, hold time.Duration) (bool, error) {
+	defer s.once.Do(func() { close(s.called) })
+	return s.Store.Claim(ctx, name, owner, turn, hold)
+}
+
+func (s *firstCallStore) ClaimDueRows(ctx context.Context, limit int) ([]string, error) {
+	defer s.once.Do(func() { close(s.called) })
+	return s.Store.ClaimDueRows(ctx, limit)
+}
+
+// A worker whose Store is closed stops at once with an error matching
+// ErrClosed, however long its wait for its next pass.
+func TestWorkers_StopWhenTheStoreCloses(t *testing.T) {
+	load := func(context.Context, string) (any, error) { return "row", nil }
+	for _, tc := range []struct {
+		name       string
+		callsFirst bool // calls the Store before it first waits
+		run        func(s retail.Store) (func(context.Context) error, error)
+	}{
+		{"SessionCleaner", true, func(s retail.Store) (func(context.Context) error, error) {
+			c, err := retail.NewSessionCleaner(s, retail.SessionCleanerOptions{Idle: time.Hour})
+			return c.Run, err
+		}},
+		{"ViewRescaler", false, func(s retail.Store) (func(context.Context) error, error) {
+			r, err := retail.NewViewRescaler(s, retail.ViewRescalerOptions{Every: time.Hour})
+			return r.Run, err
+		}},
+		{"RowCacher", true, func(s retail.Store) (func(context.Context) error, error) {
+			c, err := retail.NewRowCacher(s, load, retail.RowCacherOptions{Poll: time.Hour})
+			return c.Run, err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inner, err := memory.New(memory.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &firstCallStore{Store: inner, called: make(chan struct{})}
 			run, err := tc.run(s)
 			if err != nil {
 				t.Fatal(err)
 			}
 			done := make(chan error, 1)
 			go func() { done <- run(t.Context()) }()
-			time.Sleep(10 * time.Millisecond) // most likely waiting for its next pass by now; either way it must stop
+			if tc.callsFirst {
+				waitFor(t, tc.name+"'s first pass", s.called)
+			} // else it waits for its first pass from the start
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			select {
-			case err := <-done:
-				if !errors.Is(err, retail.ErrClosed) {
-					t.Errorf("%s.Run after Close = %v, want an error matching ErrClosed", tc.name, err)
-				}
-			case <-time.After(waitLimit):
-				t.Fatalf("%s.Run still running %v after its Store was closed", tc.name, waitLimit)
+			if err := await(t, done); !errors.Is(err, retail.ErrClosed) {
+				t.Errorf("%s.Run after Close = %v, want an error matching ErrClosed", tc.name, err)
 			}
 		})
 	}

@@ -28,13 +28,9 @@ const (
 // batchCall is a call of a script that takes many: its KEYS are shared
 // (the same in every call of a Store), then the call's own; its ARGV are
 // head (the same in every call but for the clock's ms, which comes first),
-// then the call's own. wrote, if set, runs if the caller left before its
-// answer came, once the batch it went out in has returned: the script may
-// have run, after the caller's own record of the write (see ownWrites).
-type batchCall struct {
-	shared, head, keys, args []string
-	wrote                    func()
-}
+// then the call's own. Every group-committed script writes the session
+// named by its call's first key.
+type batchCall struct{ shared, head, keys, args []string }
 
 // batcher group-commits the calls of one script.
 type batcher struct {
@@ -185,8 +181,10 @@ func (b *batcher) send(base context.Context) {
 			} else {
 				p.reply = replies[i]
 			}
-			if p.left && p.call.wrote != nil {
-				p.call.wrote()
+			if p.left {
+				// The script may have run after the caller's own record
+				// of its write (see ownWrites): recorded again.
+				b.s.sessionWritten(p.call.keys[0], false)
 			}
 		}
 		for _, p := range batch {

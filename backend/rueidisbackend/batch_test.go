@@ -218,147 +218,118 @@ func (g *gatedStore) leftInFlight(t *testing.T, dummy func(i int) error, call fu
 	return callErr
 }
 
-// TestBatch_RefreshWhoseCallerLeftInFlightIsReadBack: a RefreshSession
-// whose caller gives up while its batch is on its way still runs on the
-// server (the batch goes on for the other calls in it). The process wrote
-// the session, so its next read sees the item viewed, not the session as
-// the client-side cache still holds it. Whether a read is stale depends on
-// whether the invalidation has arrived, so the test counts stale reads
-// over many rounds.
-func TestBatch_RefreshWhoseCallerLeftInFlightIsReadBack(t *testing.T) {
-	g := newGatedStore(t)
-	s := g.s
+// TestBatch_WriteWhoseCallerLeftInFlightIsReadBack: a write whose caller
+// gives up while its batch is on its way still runs on the server (the
+// batch goes on for the other calls in it), so the process reads it back,
+// not the session as the client-side cache still holds it. A read made
+// before the batch runs (the visitor's next request, say) finds the
+// session as it was on the server, and must not stand for what it holds
+// after. Whether a read is stale depends on whether the invalidation has
+// arrived, so each write counts stale reads over many rounds.
+func TestBatch_WriteWhoseCallerLeftInFlightIsReadBack(t *testing.T) {
 	const rounds = 300
-	for _, tok := range []string{"tok-a", "tok-b", "dummy-0", "dummy-1"} {
-		if err := s.UpdateToken(bg, tok, "user-start", ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	stale := 0
-	for i := range rounds {
-		item := fmt.Sprintf("item-%d", i)
-		if _, err := s.RecentItems(bg, "tok-a"); err != nil { // cache the old items
-			t.Fatal(err)
-		}
-		err := g.leftInFlight(t, func(i int) error {
-			_, _, err := s.RefreshSession(bg, fmt.Sprintf("dummy-%d", i), fmt.Sprintf("view-%d", dummyViews.Add(1)))
-			return err
+	for _, tc := range []struct {
+		name    string
+		between bool // read while the batch is held
+		dummy   func(s *rueidisbackend.Store, i int) error
+		write   func(ctx context.Context, s *rueidisbackend.Store, tok string, round int) error
+		read    func(s *rueidisbackend.Store) (any, error) // of tok-a
+		want    func(round int) any
+	}{
+		{
+			name: "RefreshSession",
+			dummy: func(s *rueidisbackend.Store, i int) error {
+				_, _, err := s.RefreshSession(bg, fmt.Sprintf("dummy-%d", i), fmt.Sprintf("view-%d", dummyViews.Add(1)))
+				return err
+			},
+			write: func(ctx context.Context, s *rueidisbackend.Store, tok string, round int) error {
+				_, _, err := s.RefreshSession(ctx, tok, fmt.Sprintf("item-%d", round))
+				return err
+			},
+			read: func(s *rueidisbackend.Store) (any, error) {
+				recent, err := s.RecentItems(bg, "tok-a")
+				if len(recent) == 0 {
+					return "", err
+				}
+				return recent[0], err
+			},
+			want: func(round int) any { return fmt.Sprintf("item-%d", round) },
 		},
-			func(ctx context.Context) error { _, _, err := s.RefreshSession(ctx, "tok-a", item); return err },
-			func() error { _, _, err := s.RefreshSession(bg, "tok-b", item); return err },
-			nil)
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("round %d: RefreshSession that left = %v, want context.Canceled", i, err)
-		}
-		recent, err := s.RecentItems(bg, "tok-a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(recent) == 0 || recent[0] != item {
-			stale++
-			if stale == 1 {
-				t.Errorf("round %d: RecentItems after the batch ran = %q, want %q first (the refresh ran on the server)", i, recent, item)
-			}
-		}
-	}
-	if stale > 0 {
-		t.Errorf("%d of %d reads after a refresh that left its batch were stale", stale, rounds)
-	}
-}
-
-// TestBatch_UpdateWhoseCallerLeftInFlightIsReadBack: UpdateToken, when its
-// caller gives up while its batch is on its way, records at once that the
-// session changed. A read made before the batch runs (the visitor's next
-// request, say) finds the session as it was on the server, and must not
-// stand for what the session holds after the batch has run: the record is
-// made again then.
-func TestBatch_UpdateWhoseCallerLeftInFlightIsReadBack(t *testing.T) {
-	g := newGatedStore(t)
-	s := g.s
-	const rounds = 300
-	for _, tok := range []string{"tok-a", "tok-b", "dummy-0", "dummy-1"} {
-		if err := s.UpdateToken(bg, tok, "user-start", ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	stale := 0
-	for i := range rounds {
-		user := fmt.Sprintf("user-%d", i)
-		if _, _, err := s.CheckToken(bg, "tok-a"); err != nil { // cache the old login
-			t.Fatal(err)
-		}
-		err := g.leftInFlight(t, func(i int) error {
-			return s.UpdateToken(bg, fmt.Sprintf("dummy-%d", i), "user-start", "")
+		{
+			name:    "UpdateToken",
+			between: true,
+			dummy: func(s *rueidisbackend.Store, i int) error {
+				return s.UpdateToken(bg, fmt.Sprintf("dummy-%d", i), "user-start", "")
+			},
+			write: func(ctx context.Context, s *rueidisbackend.Store, tok string, round int) error {
+				user := "user-start"
+				if tok == "tok-a" {
+					user = fmt.Sprintf("user-%d", round)
+				}
+				return s.UpdateToken(ctx, tok, user, "")
+			},
+			read: func(s *rueidisbackend.Store) (any, error) {
+				user, _, err := s.CheckToken(bg, "tok-a")
+				return user, err
+			},
+			want: func(round int) any { return fmt.Sprintf("user-%d", round) },
 		},
-			func(ctx context.Context) error { return s.UpdateToken(ctx, "tok-a", user, "") },
-			func() error { return s.UpdateToken(bg, "tok-b", "user-start", "") },
-			func() {
-				if _, _, err := s.CheckToken(bg, "tok-a"); err != nil {
+		{
+			name:    "AddToCart",
+			between: true,
+			dummy: func(s *rueidisbackend.Store, i int) error {
+				return s.AddToCart(bg, fmt.Sprintf("dummy-%d", i), "x", int(dummyViews.Add(1)%100)+1)
+			},
+			write: func(ctx context.Context, s *rueidisbackend.Store, tok string, round int) error {
+				return s.AddToCart(ctx, tok, "item", round+1)
+			},
+			read: func(s *rueidisbackend.Store) (any, error) {
+				cart, err := s.Cart(bg, "tok-a")
+				return cart["item"], err
+			},
+			want: func(round int) any { return round + 1 },
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGatedStore(t)
+			s := g.s
+			for _, tok := range []string{"tok-a", "tok-b", "dummy-0", "dummy-1"} {
+				if err := s.UpdateToken(bg, tok, "user-start", ""); err != nil {
 					t.Fatal(err)
 				}
-			})
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("round %d: UpdateToken that left = %v, want context.Canceled", i, err)
-		}
-		got, ok, err := s.CheckToken(bg, "tok-a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok || got != user {
-			stale++
-			if stale == 1 {
-				t.Errorf("round %d: CheckToken after the batch ran = %q, %v; want %q (the update ran on the server)", i, got, ok, user)
 			}
-		}
-	}
-	if stale > 0 {
-		t.Errorf("%d of %d reads after an update that left its batch were stale", stale, rounds)
-	}
-}
-
-// TestBatch_CartWriteWhoseCallerLeftInFlightIsReadBack is
-// TestBatch_UpdateWhoseCallerLeftInFlightIsReadBack for AddToCart.
-func TestBatch_CartWriteWhoseCallerLeftInFlightIsReadBack(t *testing.T) {
-	g := newGatedStore(t)
-	s := g.s
-	const rounds = 300
-	for _, tok := range []string{"tok-a", "tok-b", "dummy-0", "dummy-1"} {
-		if err := s.UpdateToken(bg, tok, "user-start", ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	stale := 0
-	for i := range rounds {
-		n := i + 1
-		if _, err := s.Cart(bg, "tok-a"); err != nil { // cache the old cart
-			t.Fatal(err)
-		}
-		err := g.leftInFlight(t, func(i int) error {
-			return s.AddToCart(bg, fmt.Sprintf("dummy-%d", i), "x", int(dummyViews.Add(1)%100)+1)
-		},
-			func(ctx context.Context) error { return s.AddToCart(ctx, "tok-a", "item", n) },
-			func() error { return s.AddToCart(bg, "tok-b", "item", n) },
-			func() {
-				if _, err := s.Cart(bg, "tok-a"); err != nil {
+			read := func() any {
+				got, err := tc.read(s)
+				if err != nil {
 					t.Fatal(err)
 				}
-			})
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("round %d: AddToCart that left = %v, want context.Canceled", i, err)
-		}
-		cart, err := s.Cart(bg, "tok-a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cart["item"] != n {
-			stale++
-			if stale == 1 {
-				t.Errorf("round %d: Cart after the batch ran = %v, want item: %d (the write ran on the server)", i, cart, n)
+				return got
 			}
-		}
-	}
-	if stale > 0 {
-		t.Errorf("%d of %d reads after a cart write that left its batch were stale", stale, rounds)
+			stale := 0
+			for i := range rounds {
+				read() // cache the session as it is
+				var between func()
+				if tc.between {
+					between = func() { read() }
+				}
+				err := g.leftInFlight(t, func(j int) error { return tc.dummy(s, j) },
+					func(ctx context.Context) error { return tc.write(ctx, s, "tok-a", i) },
+					func() error { return tc.write(bg, s, "tok-b", i) },
+					between)
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("round %d: %s that left = %v, want context.Canceled", i, tc.name, err)
+				}
+				if got, want := read(), tc.want(i); got != want {
+					stale++
+					if stale == 1 {
+						t.Errorf("round %d: read after the batch ran = %v, want %v (the %s ran on the server)", i, got, want, tc.name)
+					}
+				}
+			}
+			if stale > 0 {
+				t.Errorf("%d of %d reads after a %s that left its batch were stale", stale, rounds, tc.name)
+			}
+		})
 	}
 }
 

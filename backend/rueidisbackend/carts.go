@@ -24,10 +24,9 @@ var cartLimits = []string{itoa(retail.MaxCartLines), itoa(retail.MaxCartCount)}
 func (s *store) writeCart(ctx context.Context, token, item string, n int, mode string) (int, driver.Status, error) {
 	key := s.k.session(token)
 	msg, err := s.runBatched(ctx, s.batches.cart, cartWrite, batchCall{
-		head:  s.sessionArgs(s.nowMs(), cartLimits...),
-		keys:  []string{key},
-		args:  []string{item, itoa(n), mode},
-		wrote: func() { s.own.changed(recordOf(key).all()) },
+		head: s.sessionArgs(s.nowMs(), cartLimits...),
+		keys: []string{key},
+		args: []string{item, itoa(n), mode},
 	})
 	s.own.changed(recordOf(key).all()) // until the cache has heard, Cart reads the server (the login and recent items stay)
 	if err != nil {

@@ -127,8 +127,8 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 		}
 	}
 	stamp, now := s.nextStamp()
-	msg, err := s.runBatched(ctx, s.batches.refresh, refreshSession, s.written(key, s.sessionCall(now, key,
-		token, seenValue(stamp, now), item)))
+	msg, err := s.runBatched(ctx, s.batches.refresh, refreshSession, s.sessionCall(now, key,
+		token, seenValue(stamp, now), item))
 	if err != nil {
 		// The script may have run all the same (see UpdateToken).
 		s.sessionWritten(key, false)
@@ -168,13 +168,6 @@ func (s *store) sessionCall(now int64, key string, args ...string) batchCall {
 	if !s.cluster {
 		c.shared, c.head[5] = []string{s.k.index()}, "1"
 	}
-	return c
-}
-
-// written returns c, recording if its caller leaves before its answer
-// that it wrote the session in key (see batchCall.wrote).
-func (s *store) written(key string, c batchCall) batchCall {
-	c.wrote = func() { s.sessionWritten(key, false) }
 	return c
 }
 
@@ -250,7 +243,7 @@ func (s *store) updateToken(ctx context.Context, token, user, item string) (was 
 		}
 	}
 	key := s.k.session(token)
-	msg, err := s.runBatched(ctx, s.batches.update, updateToken, s.written(key, s.updateCall(key, token, user, item, out)))
+	msg, err := s.runBatched(ctx, s.batches.update, updateToken, s.updateCall(key, token, user, item, out))
 	reply, err := arrayOf(msg, err, 6)
 	if err != nil {
 		// The script may have run all the same (a call that gave up
