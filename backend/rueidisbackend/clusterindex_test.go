@@ -34,10 +34,10 @@ func (f *faultyClient) setDown(keys ...string) {
 	}
 }
 
-func (f *faultyClient) fails(cmd rueidis.Completed) bool {
+func (f *faultyClient) fails(args []string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, a := range cmd.Commands() {
+	for _, a := range args {
 		if f.down[a] {
 			return true
 		}
@@ -46,10 +46,17 @@ func (f *faultyClient) fails(cmd rueidis.Completed) bool {
 }
 
 func (f *faultyClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	if f.fails(cmd) {
+	if f.fails(cmd.Commands()) {
 		return rueidis.NewErrorResult(errNodeDown)
 	}
 	return f.Client.Do(ctx, cmd)
+}
+
+func (f *faultyClient) DoCache(ctx context.Context, cmd rueidis.Cacheable, ttl time.Duration) rueidis.RedisResult {
+	if f.fails(cmd.Commands()) {
+		return rueidis.NewErrorResult(errNodeDown)
+	}
+	return f.Client.DoCache(ctx, cmd, ttl)
 }
 
 func (f *faultyClient) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
@@ -57,7 +64,7 @@ func (f *faultyClient) DoMulti(ctx context.Context, multi ...rueidis.Completed) 
 	var pass []rueidis.Completed
 	var at []int
 	for i, cmd := range multi {
-		if f.fails(cmd) {
+		if f.fails(cmd.Commands()) {
 			out[i] = rueidis.NewErrorResult(errNodeDown)
 			continue
 		}

@@ -30,10 +30,10 @@ func TestDegraded_SessionsRefreshWhileTheViewsNodeIsDown(t *testing.T) {
 	var tokens []string
 	for i := 0; len(tokens) < 30; i++ {
 		token := fmt.Sprintf("deg-%d", i)
-		// A logged-in session needs its own node and its user's, which
-		// holds the instant of the user's last LogoutUser.
-		if owner(t, c, addrs, "deg:login:{"+retail.SessionID(token)+"}") == down ||
-			owner(t, c, addrs, "deg:loggedout:{user-"+token+"}") == down {
+		// A logged-in session needs its own node and its user's logout
+		// mark's (see loggedout.go).
+		if owner(t, c, addrs, sessionKey("deg:", retail.SessionID(token))) == down ||
+			owner(t, c, addrs, rueidisbackend.LogoutMark("deg:", "user-"+token)) == down {
 			continue
 		}
 		if created, err := s.StartSession(bg, token, "user-"+token); err != nil || !created {

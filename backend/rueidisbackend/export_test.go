@@ -80,3 +80,7 @@ const (
 	CleanLeft      = cleanLeft
 	CleanYoung     = cleanYoung
 )
+
+// LogoutMark is the key of the logout mark of user's bucket (see
+// loggedout.go) under prefix.
+func LogoutMark(prefix, user string) string { return newKeys(prefix).logoutMark(user) }

@@ -22,13 +22,52 @@ import (
 // invalidation delay. It expires a lifetime (plus the TTL slack) after it
 // was written: by then every session it ends has expired anyway.
 //
-// So in a cluster a logged-in session needs two nodes: its own and its
-// user's. While the user's is unreachable and the key is not in the
-// client-side cache, the session's calls fail (with the caller's deadline)
-// rather than risk serving a session its user logged out of.
+// Most users never log out everywhere, and in a busy shop few of their
+// loggedOut keys stay in the client-side cache, so that reading the key on
+// every call would cost a round trip on most. So LogoutUser first raises
+// the mark of the user's bucket, one of logoutBuckets that a hash of the
+// user picks: the latest instant any user of the bucket logged out
+// everywhere at. A session logged in after its user's mark was not logged
+// out everywhere, and only the others read the user's key. The marks are
+// few and change only with a LogoutUser, so they stay in the cache; a
+// LogoutUser invalidates the cached copies of its mark as it does those of
+// the user's key. A mark expires as the user's key does, and only rises.
+//
+// So in a cluster a logged-in session needs the node of its user's mark,
+// and, once its user's bucket has a mark, the node of its user's key.
+// While one of those is unreachable and the key is not in the client-side
+// cache, the session's calls fail (with the caller's deadline) rather than
+// risk serving a session its user logged out of.
 
 // loggedOut is the key of the instant of user's last LogoutUser, Unix ms.
 func (k keys) loggedOut(user string) string { return k.prefix + "loggedout:{" + tag(user) + "}" }
+
+// logoutBuckets is how many logout marks the users are spread over: enough
+// that one LogoutUser sends few other users' sessions to their own keys,
+// few enough that every process keeps them all in its cache.
+const logoutBuckets = 1024
+
+// logoutMark is the key of the mark of user's bucket: the latest instant,
+// Unix ms, at which a user of the bucket logged out everywhere.
+func (k keys) logoutMark(user string) string {
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(user); i++ {
+		h = (h ^ uint32(user[i])) * 16777619
+	}
+	return k.prefix + "logoutmark:{" + itoa(int(h%logoutBuckets)) + "}"
+}
+
+// raiseMark raises a logout mark to now, unless it is later already, and
+// returns the mark.
+//
+// KEYS: the mark. ARGV: now (Unix ms), the key's TTL in ms.
+var raiseMark = newScript(`
+local now, old = tonumber(ARGV[1]), tonumber(redis.call('GET', KEYS[1]))
+if old and old > now then now = old end
+now = string.format('%d', now)
+redis.call('SET', KEYS[1], now, 'PX', ARGV[2])
+return now
+`)
 
 // logoutEverywhere records that the user's sessions logged in at or before
 // now are over, keeping a later instant already recorded, and returns the
@@ -54,6 +93,9 @@ func (s *store) revoked(ctx context.Context, user string, created int64) (bool, 
 	if user == "" {
 		return false, nil
 	}
+	if marked, err := s.marked(ctx, user, created); !marked || err != nil {
+		return false, err
+	}
 	v, ok, err := s.cachedString(ctx, s.k.loggedOut(user))
 	if !ok || err != nil {
 		return false, err
@@ -62,12 +104,29 @@ func (s *store) revoked(ctx context.Context, user string, created int64) (bool, 
 	return err == nil && created <= at, nil
 }
 
+// marked reports whether a user of user's bucket logged out everywhere at
+// or after the created ms (see logoutMark), read through the client-side
+// cache: only then may user have.
+func (s *store) marked(ctx context.Context, user string, created int64) (bool, error) {
+	v, ok, err := s.cachedString(ctx, s.k.logoutMark(user))
+	if !ok || err != nil {
+		return false, err
+	}
+	at, err := strconv.ParseInt(v, 10, 64)
+	return err != nil || created <= at, nil // a mark it cannot read sends it to the user's key
+}
+
 // loggedOutArg is the instant of user's last LogoutUser, in Unix ms, as a
 // script takes it in a cluster, read through the client-side cache: "" if
 // there was none (or user is "").
 func (s *store) loggedOutArg(ctx context.Context, user string) (string, error) {
 	if user == "" {
 		return "", nil
+	}
+	// No mark: no user of the bucket logged out everywhere within a
+	// lifetime, and the session is younger than that.
+	if _, marked, err := s.cachedString(ctx, s.k.logoutMark(user)); !marked || err != nil {
+		return "", err
 	}
 	v, _, err := s.cachedString(ctx, s.k.loggedOut(user))
 	return v, err

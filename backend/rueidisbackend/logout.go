@@ -155,7 +155,8 @@ func (s *store) UserSessions(ctx context.Context, user string) ([]driver.Session
 	return out, nil
 }
 
-// LogoutUser implements driver.Store in three round trips: a script that
+// LogoutUser implements driver.Store in four round trips: a script that
+// raises the user's logout mark (see loggedout.go); a script that
 // records the instant it began in (which ends the user's sessions the index
 // misses, see loggedout.go) and reads the user's index; a script a session
 // deleting each that is still the user's; then
@@ -165,6 +166,14 @@ func (s *store) LogoutUser(ctx context.Context, user string) (int, error) {
 	now := s.nowMs()
 	out := s.k.loggedOut(user)
 	ttl := s.life + s.ttlSlack.Milliseconds()
+	// The mark first: until it is raised, calls do not read the user's key.
+	mark := s.k.logoutMark(user)
+	m, err := s.do(ctx, s.scriptCall(raiseMark, []string{mark}, []string{i64(now), i64(ttl)}))[0].ToString()
+	if err != nil {
+		s.own.changed(recordOf(mark))
+		return 0, err
+	}
+	s.own.wrote(recordOf(mark), []byte(m))
 	reply, err := s.do(ctx, s.scriptCall(logoutEverywhere, []string{out, s.k.user(user)}, []string{i64(now), i64(ttl)}))[0].ToArray()
 	if err != nil {
 		return 0, err

@@ -1,0 +1,103 @@
+package rueidisbackend_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/backend/rueidisbackend"
+)
+
+// loggedOutKey is the key of user's last LogoutUser instant, as the
+// package doc gives it.
+func loggedOutKey(prefix, user string) string {
+	return prefix + "loggedout:{" + escapeTag(user) + "}"
+}
+
+// TestLogoutMark_OnlySessionsOlderThanTheirBucketsMarkReadTheUsersKey
+// pins what the logout marks save: a call on a session reads its user's
+// loggedout key only if a user of the same bucket logged out everywhere
+// since the session logged in. With every user's key unreachable, the
+// calls on alice's and carol's sessions succeed (so they read no such
+// key), until bob, of alice's bucket, logs out everywhere: then the calls
+// on alice's session fail, as they now read her key, and those on carol's,
+// in another bucket, still succeed. A session alice logs in after bob's
+// LogoutUser reads no key again.
+func TestLogoutMark_OnlySessionsOlderThanTheirBucketsMarkReadTheUsersKey(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, tg target) {
+		c, prefix := tg.client(t, rueidis.ClientOption{})
+		f := &faultyClient{Client: c}
+		clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+		s := mustNew(t, f, rueidisbackend.Options{Prefix: prefix, Clock: clock})
+		const alice = "alice"
+		mark := rueidisbackend.LogoutMark(prefix, alice)
+		bob, carol := "", ""
+		for i := 0; bob == "" || carol == ""; i++ {
+			u := fmt.Sprintf("user-%d", i)
+			if rueidisbackend.LogoutMark(prefix, u) == mark {
+				bob = cmpOr(bob, u)
+			} else {
+				carol = cmpOr(carol, u)
+			}
+		}
+		for token, user := range map[string]string{"tok-alice": alice, "tok-carol": carol} {
+			if err := s.UpdateToken(bg, token, user, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clock.Advance(time.Millisecond)
+		// Not bob's: his LogoutUser writes his key.
+		f.setDown(loggedOutKey(prefix, alice), loggedOutKey(prefix, carol))
+
+		calls := func(token string) error {
+			if _, ok, err := s.CheckToken(bg, token); err != nil {
+				return fmt.Errorf("CheckToken: %w", err)
+			} else if !ok {
+				return errors.New("CheckToken found no session")
+			}
+			if err := s.AddToCart(bg, token, "item-1", 2); err != nil {
+				return fmt.Errorf("AddToCart: %w", err)
+			}
+			if _, err := s.Cart(bg, token); err != nil {
+				return fmt.Errorf("Cart: %w", err)
+			}
+			if err := s.SetValue(bg, token, "flash", []byte("x")); err != nil {
+				return fmt.Errorf("SetValue: %w", err)
+			}
+			return nil
+		}
+		for _, token := range []string{"tok-alice", "tok-carol"} {
+			if err := calls(token); err != nil {
+				t.Fatalf("%s before any LogoutUser: %v", token, err)
+			}
+		}
+
+		if _, err := s.LogoutUser(bg, bob); err != nil {
+			t.Fatal(err)
+		}
+		if err := calls("tok-alice"); !errors.Is(err, errNodeDown) {
+			t.Errorf("alice's session, logged in before her bucket's mark: %v, want the read of her key (%v)", err, errNodeDown)
+		}
+		if err := calls("tok-carol"); err != nil {
+			t.Errorf("carol's session, in another bucket: %v", err)
+		}
+
+		clock.Advance(time.Millisecond)
+		if created, err := s.StartSession(bg, "tok-alice-2", alice); err != nil || !created {
+			t.Fatalf("StartSession after the mark: %v, %v", created, err)
+		}
+		if err := calls("tok-alice-2"); err != nil {
+			t.Errorf("alice's session logged in after her bucket's mark: %v", err)
+		}
+	})
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
