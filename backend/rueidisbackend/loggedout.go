@@ -32,6 +32,9 @@ import (
 // few and change only with a LogoutUser, so they stay in the cache; a
 // LogoutUser invalidates the cached copies of its mark as it does those of
 // the user's key. A mark expires as the user's key does, and only rises.
+// A release before the marks raises none: while one still runs beside
+// this one, a LogoutUser it makes ends the sessions in the user's index
+// but not, for this one, those the index missed.
 //
 // So in a cluster a logged-in session needs the node of its user's mark,
 // and, once its user's bucket has a mark, the node of its user's key.
