@@ -31,10 +31,17 @@ import (
 // out everywhere, and only the others read the user's key. The marks are
 // few and change only with a LogoutUser, so they stay in the cache; a
 // LogoutUser invalidates the cached copies of its mark as it does those of
-// the user's key. A mark expires as the user's key does, and only rises.
-// A release before the marks raises none: while one still runs beside
-// this one, a LogoutUser it makes ends the sessions in the user's index
-// but not, for this one, those the index missed.
+// the user's key. A mark only rises, and its TTL only grows, so it outlives
+// every user key of its bucket. (In a cluster, UpdateToken passes its
+// script the user's instant whenever the bucket has a mark, see
+// loggedOutArg.)
+//
+// The marks add a key that must survive for a logout everywhere to reach
+// the sessions the index missed. A LogoutUser made by a release before the
+// marks raises none, and a mark lost in a failover or evicted is gone: the
+// sessions that index missed then stay, for this release, until they end
+// or a later LogoutUser of their bucket raises its mark past them, as they
+// would if the user's key were lost.
 //
 // So in a cluster a logged-in session needs the node of its user's mark,
 // and, once its user's bucket has a mark, the node of its user's key.
@@ -61,33 +68,34 @@ func (k keys) logoutMark(user string) string {
 }
 
 // raiseMark raises a logout mark to now, unless it is later already, and
-// returns the mark.
+// its TTL to the one given, unless it is longer already: a Store with a
+// shorter Lifetime must not shorten what another's LogoutUser recorded.
 //
 // KEYS: the mark. ARGV: now (Unix ms), the key's TTL in ms.
 var raiseMark = newScript(`
 local now, old = tonumber(ARGV[1]), tonumber(redis.call('GET', KEYS[1]))
 if old and old > now then now = old end
-now = string.format('%d', now)
-redis.call('SET', KEYS[1], now, 'PX', ARGV[2])
-return now
+local ttl = math.max(tonumber(ARGV[2]), redis.call('PTTL', KEYS[1]))
+redis.call('SET', KEYS[1], string.format('%d', now), 'PX', ttl)
+return 1
 `)
 
 // logoutEverywhere records that the user's sessions logged in at or before
-// now are over, keeping a later instant already recorded, and returns the
-// instant recorded, the user's index and the instant recorded before, if
-// any: {at, {token, created stamp, token, created stamp...}, before or
-// false}. The sessions logged in at or before the one before were over
-// already.
+// now are over, keeping a later instant already recorded (and a longer
+// TTL, as raiseMark does), and returns the user's index and the instant
+// recorded before, if any: {{token, created stamp, token, created
+// stamp...}, before or false}. The sessions logged in at or before the one
+// before were over already.
 //
 // KEYS: the user's loggedOut key, the user's index. ARGV: now (Unix ms),
 // the key's TTL in ms.
 var logoutEverywhere = newScript(`
 local now, before = tonumber(ARGV[1]), redis.call('GET', KEYS[1])
-local old = tonumber(before)
-if not old or old < now then old = now end
-old = string.format('%d', old)
-redis.call('SET', KEYS[1], old, 'PX', ARGV[2])
-return {old, redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES'), before}
+local at = tonumber(before)
+if not at or at < now then at = now end
+local ttl = math.max(tonumber(ARGV[2]), redis.call('PTTL', KEYS[1]))
+redis.call('SET', KEYS[1], string.format('%d', at), 'PX', ttl)
+return {redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES'), before}
 `)
 
 // revoked reports whether a session of user created at the created ms is
@@ -126,8 +134,8 @@ func (s *store) loggedOutArg(ctx context.Context, user string) (string, error) {
 	if user == "" {
 		return "", nil
 	}
-	// No mark: no user of the bucket logged out everywhere within a
-	// lifetime, and the session is younger than that.
+	// No mark: no session of the bucket's users is to end (see
+	// logoutMark).
 	if _, marked, err := s.cachedString(ctx, s.k.logoutMark(user)); !marked || err != nil {
 		return "", err
 	}

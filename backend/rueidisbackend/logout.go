@@ -168,26 +168,25 @@ func (s *store) LogoutUser(ctx context.Context, user string) (int, error) {
 	ttl := s.life + s.ttlSlack.Milliseconds()
 	// The mark first: until it is raised, calls do not read the user's key.
 	mark := s.k.logoutMark(user)
-	m, err := s.do(ctx, s.scriptCall(raiseMark, []string{mark}, []string{i64(now), i64(ttl)}))[0].ToString()
+	// Both keys hold the latest of several writers' instants, which another
+	// LogoutUser of this process may be recording at once: until a read of
+	// the server, this process reads them there (see ownWrites).
+	err := s.do(ctx, s.scriptCall(raiseMark, []string{mark}, []string{i64(now), i64(ttl)}))[0].Error()
+	s.own.changed(recordOf(mark))
 	if err != nil {
-		s.own.changed(recordOf(mark))
 		return 0, err
 	}
-	s.own.wrote(recordOf(mark), []byte(m))
 	reply, err := s.do(ctx, s.scriptCall(logoutEverywhere, []string{out, s.k.user(user)}, []string{i64(now), i64(ttl)}))[0].ToArray()
+	s.own.changed(recordOf(out))
 	if err != nil {
 		return 0, err
 	}
-	if len(reply) < 3 {
+	if len(reply) < 2 {
 		return 0, errShortReply
-	}
-	at, err := reply[0].ToString()
-	if err != nil {
-		return 0, err
 	}
 	// Sessions logged in at or before an earlier LogoutUser were over
 	// already: ending them ends no live session.
-	before, over, err := optString(reply[2])
+	before, over, err := optString(reply[1])
 	if err != nil {
 		return 0, err
 	}
@@ -197,8 +196,7 @@ func (s *store) LogoutUser(ctx context.Context, user string) (int, error) {
 			return 0, err
 		}
 	}
-	s.own.wrote(recordOf(out), []byte(at))
-	flat, err := reply[1].AsStrSlice()
+	flat, err := reply[0].AsStrSlice()
 	if err != nil {
 		return 0, err
 	}

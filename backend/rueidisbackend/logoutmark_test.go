@@ -101,3 +101,41 @@ func cmpOr(a, b string) string {
 	}
 	return b
 }
+
+// TestLogoutMark_AShorterLifetimeShortensNoTTL: two Stores share a prefix,
+// one with a lifetime of a day and one of an hour (a rollout that changes
+// it, say). The day's LogoutUser of alice records her instant and her
+// bucket's mark for a day; the hour's LogoutUser of alice, and of bob in
+// her bucket, must not cut either TTL to an hour, or her sessions the
+// index missed would outlive both keys.
+func TestLogoutMark_AShorterLifetimeShortensNoTTL(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, tg target) {
+		day, c, prefix := newStoreWith(t, tg, rueidisbackend.Options{Lifetime: 24 * time.Hour})
+		hour := mustNew(t, c, rueidisbackend.Options{Prefix: prefix, Lifetime: time.Hour})
+		const alice = "alice"
+		mark := rueidisbackend.LogoutMark(prefix, alice)
+		bob := ""
+		for i := 0; bob == ""; i++ {
+			if u := fmt.Sprintf("user-%d", i); rueidisbackend.LogoutMark(prefix, u) == mark {
+				bob = u
+			}
+		}
+		if _, err := day.LogoutUser(bg, alice); err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range []string{bob, alice} {
+			if _, err := hour.LogoutUser(bg, u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, key := range []string{mark, loggedOutKey(prefix, alice)} {
+			ttl, err := c.Do(bg, c.B().Pttl().Key(key).Build()).AsInt64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ttl < (23 * time.Hour).Milliseconds() {
+				t.Errorf("%s: TTL %v after the hour's LogoutUser, want the day's (about 24h)", key, time.Duration(ttl)*time.Millisecond)
+			}
+		}
+	})
+}
