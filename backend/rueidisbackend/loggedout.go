@@ -3,6 +3,7 @@ package rueidisbackend
 import (
 	"context"
 	"strconv"
+	"strings"
 
 	"github.com/redis/rueidis"
 )
@@ -38,10 +39,12 @@ import (
 //
 // The marks add a key that must survive for a logout everywhere to reach
 // the sessions the index missed. A LogoutUser made by a release before the
-// marks raises none, and a mark lost in a failover or evicted is gone: the
-// sessions that index missed then stay, for this release, until they end
-// or a later LogoutUser of their bucket raises its mark past them, as they
-// would if the user's key were lost.
+// marks raises none, and a mark can be evicted, or lost in a failover of a
+// cluster (on a single server the replica has it if it has the user's key,
+// written after it): the sessions that index missed then stay, for this
+// release, until they end, a later LogoutUser of their bucket raises its
+// mark past them, or RepairSessions raises it again from the users'
+// instants it finds (repair.go).
 //
 // So in a cluster a logged-in session needs the node of its user's mark,
 // and, once its user's bucket has a mark, the node of its user's key.
@@ -72,13 +75,31 @@ func (k keys) logoutMark(user string) string {
 // shorter Lifetime must not shorten what another's LogoutUser recorded.
 //
 // KEYS: the mark. ARGV: now (Unix ms), the key's TTL in ms.
+// It answers 1 if it raised the mark, 0 if the mark was there already.
 var raiseMark = newScript(`
 local now, old = tonumber(ARGV[1]), tonumber(redis.call('GET', KEYS[1]))
-if old and old > now then now = old end
+local raised = 1
+if old and old >= now then now, raised = old, 0 end
 local ttl = math.max(tonumber(ARGV[2]), redis.call('PTTL', KEYS[1]))
 redis.call('SET', KEYS[1], string.format('%d', now), 'PX', ttl)
-return 1
+return raised
 `)
+
+// raiseMarkCall is the call of raiseMark that raises user's mark to at
+// (Unix ms) with at least ttl ms to live.
+func (s *store) raiseMarkCall(user string, at, ttl int64) call {
+	return s.scriptCall(raiseMark, []string{s.k.logoutMark(user)}, []string{i64(at), i64(ttl)})
+}
+
+// userOfLoggedOut returns the user whose loggedOut key is key; ok is false
+// if key is no such key of this prefix.
+func (k keys) userOfLoggedOut(key string) (user string, ok bool) {
+	t, ok := strings.CutPrefix(key, k.prefix+"loggedout:{")
+	if !ok || !strings.HasSuffix(t, "}") {
+		return "", false
+	}
+	return untag.Replace(t[:len(t)-1]), true
+}
 
 // logoutEverywhere records that the user's sessions logged in at or before
 // now are over, keeping a later instant already recorded (and a longer

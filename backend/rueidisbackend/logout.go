@@ -171,7 +171,7 @@ func (s *store) LogoutUser(ctx context.Context, user string) (int, error) {
 	// Both keys hold the latest of several writers' instants, which another
 	// LogoutUser of this process may be recording at once: until a read of
 	// the server, this process reads them there (see ownWrites).
-	err := s.do(ctx, s.scriptCall(raiseMark, []string{mark}, []string{i64(now), i64(ttl)}))[0].Error()
+	err := s.do(ctx, s.raiseMarkCall(user, now, ttl))[0].Error()
 	s.own.changed(recordOf(mark))
 	if err != nil {
 		return 0, err

@@ -22,9 +22,12 @@ import (
 //   - a session missing from its user's index, which LogoutUser would not
 //     end: lost with the user index's master;
 //   - an index entry without a session: its removal, or the session's
-//     creation, lost with the session's master.
+//     creation, lost with the session's master;
+//   - a user's logout instant without its bucket's mark (loggedout.go), so
+//     that sessions the user's index missed outlive LogoutUser: the mark
+//     lost with its master.
 //
-// RepairSessions finds and mends all three by reading every master; the
+// RepairSessions finds and mends all four by reading every master; the
 // SessionCleaner runs it every RepairEvery. Cleaning removes the third kind
 // too, once an entry is among the oldest it reads.
 
@@ -38,9 +41,11 @@ const repairBatch = 1000
 // and view writes this process deferred while their node was unreachable
 // (see deferred.go), then scans the sessions of every master and indexes
 // each session that its index or its user's index misses, at the session's
-// own stamps; then it scans the index and removes each entry that has had
-// no session for longer than strayGrace. It returns how many entries it
-// wrote or removed, the deferred writes that created an entry included.
+// own stamps, and raises the mark of each user's logout instant it finds
+// (see loggedout.go) if the mark is behind; then it scans the index and
+// removes each entry that has had no session for longer than strayGrace.
+// It returns how many entries and marks it wrote or removed, the deferred
+// writes that created an entry included.
 //
 // A session deleted while the repair reads it may be indexed again; its
 // entry is then a stray that the next repair or cleaning pass removes. A
@@ -68,6 +73,14 @@ func (s *store) RepairSessions(ctx context.Context) (int, error) {
 		repaired += n
 		if err != nil {
 			errs = append(errs, fmt.Errorf("repairing the sessions on %s: %w", addr, err))
+			if ctx.Err() != nil {
+				return repaired, errors.Join(errs...)
+			}
+		}
+		n, err = s.repairMarks(ctx, node)
+		repaired += n
+		if err != nil {
+			errs = append(errs, fmt.Errorf("repairing the logout marks of the users on %s: %w", addr, err))
 			if ctx.Err() != nil {
 				return repaired, errors.Join(errs...)
 			}
@@ -158,6 +171,59 @@ func (s *store) repairNode(ctx context.Context, node rueidis.Client) (int, error
 		}
 		if cursor = e.Cursor; cursor == 0 {
 			return repaired, firstErr
+		}
+	}
+}
+
+// repairMarks scans the users' logout instants on one master and raises
+// each user's mark to the instant, for as long as the instant has to live,
+// where the mark is behind.
+func (s *store) repairMarks(ctx context.Context, node rueidis.Client) (int, error) {
+	pattern := globEscape.Replace(s.k.prefix+"loggedout:{") + "*"
+	raised := 0
+	var cursor uint64
+	for {
+		e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(repairBatch).Type("string").Build()).AsScanEntry()
+		if err != nil {
+			return raised, err
+		}
+		var users []string
+		cmds := make(rueidis.Commands, 0, 2*len(e.Elements))
+		for _, key := range e.Elements {
+			if user, ok := s.k.userOfLoggedOut(key); ok {
+				users = append(users, user)
+				cmds = append(cmds, node.B().Get().Key(key).Build(), node.B().Pttl().Key(key).Build())
+			}
+		}
+		var calls []call
+		var marked []string // the users of calls
+		if len(cmds) > 0 {
+			res := node.DoMulti(ctx, cmds...)
+			for i, user := range users {
+				at, found, err := loggedOutAt(res[2*i])
+				if err != nil {
+					return raised, err
+				}
+				ttl, err := res[2*i+1].AsInt64()
+				if err != nil {
+					return raised, err
+				}
+				if found && ttl > 0 { // gone since the scan, or without a TTL: not one LogoutUser wrote
+					calls = append(calls, s.raiseMarkCall(user, at, ttl))
+					marked = append(marked, user)
+				}
+			}
+		}
+		for i, r := range s.do(ctx, calls...) {
+			s.own.changed(recordOf(s.k.logoutMark(marked[i])))
+			n, err := r.AsInt64()
+			if err != nil {
+				return raised, err
+			}
+			raised += int(n)
+		}
+		if cursor = e.Cursor; cursor == 0 {
+			return raised, nil
 		}
 	}
 }

@@ -98,3 +98,53 @@ func TestRepair_SingleServerHasNothingToRepair(t *testing.T) {
 		})
 	}
 }
+
+// TestRepair_RaisesALostLogoutMark: in a cluster a user's logout instant
+// and its bucket's mark live on different masters, so a failover can lose
+// the mark and keep the instant. Then a session that alice's index missed
+// (here: removed from it) outlives her LogoutUser, for a process that has
+// not cached the mark; RepairSessions raises the mark again from her
+// instant, and the session is over again.
+func TestRepair_RaisesALostLogoutMark(t *testing.T) {
+	c, prefix := clusterTarget(t).client(t, rueidis.ClientOption{})
+	clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+	opts := rueidisbackend.Options{Prefix: prefix, Clock: clock}
+	s := mustNew(t, c, opts)
+	if err := s.UpdateToken(bg, "missed", "alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Do(bg, c.B().Zrem().Key(userKey(prefix, "alice")).Member(retail.SessionID("missed")).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Millisecond)
+	if n, err := s.LogoutUser(bg, "alice"); n != 0 || err != nil {
+		t.Fatalf("LogoutUser(alice) = %d, %v; want 0 (the index missed her session), nil", n, err)
+	}
+	mark := rueidisbackend.LogoutMark(prefix, "alice")
+	if err := c.Do(bg, c.B().Del().Key(mark).Build()).Error(); err != nil { // lost with its master
+		t.Fatal(err)
+	}
+	// A process of its own: no cache or record of the mark.
+	other := func() *rueidisbackend.Store {
+		c, _ := clusterTarget(t).client(t, rueidis.ClientOption{})
+		return mustNew(t, c, opts)
+	}
+	if _, ok, err := other().CheckToken(bg, "missed"); !ok || err != nil {
+		t.Fatalf("CheckToken with the mark lost = %v, %v; want the session found (what the repair mends)", ok, err)
+	}
+
+	// Two: the session's entry in alice's index (it only says which
+	// sessions a later LogoutUser ends) and the mark.
+	if n, err := s.RepairSessions(bg); n != 2 || err != nil {
+		t.Errorf("RepairSessions() = %d, %v; want 2, nil", n, err)
+	}
+	if ttl, err := c.Do(bg, c.B().Pttl().Key(mark).Build()).AsInt64(); err != nil || ttl <= 0 {
+		t.Errorf("the mark's TTL after repair = %d ms, %v; want one", ttl, err)
+	}
+	if user, ok, err := other().CheckToken(bg, "missed"); ok || err != nil {
+		t.Errorf("CheckToken after the repair = %q, %v, %v; want no session: alice logged out everywhere", user, ok, err)
+	}
+	if n, err := s.RepairSessions(bg); n != 0 || err != nil {
+		t.Errorf("second RepairSessions() = %d, %v; want 0, nil", n, err)
+	}
+}
