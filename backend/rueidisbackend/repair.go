@@ -143,25 +143,21 @@ func (s *store) masters(ctx context.Context) (map[string]rueidis.Client, error) 
 	return masters, nil
 }
 
-// repairNode scans the sessions of one master and repairs the indexes of
-// the sessions they name.
-func (s *store) repairNode(ctx context.Context, node rueidis.Client) (int, error) {
-	pattern := globEscape.Replace(s.k.prefix+"session:{") + "*"
+// scanRepair scans the keys of one master that start with the prefix
+// and then from and have type typ, and passes each batch to repair. A
+// batch that fails does not stop the scan: its error is returned, the
+// first one, after the others are repaired.
+func (s *store) scanRepair(ctx context.Context, node rueidis.Client, from, typ string, repair func([]string) (int, error)) (int, error) {
+	pattern := globEscape.Replace(s.k.prefix+from) + "*"
 	repaired := 0
 	var firstErr error // of a batch; the scan goes on
 	var cursor uint64
 	for {
-		e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(repairBatch).Type("hash").Build()).AsScanEntry()
+		e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(repairBatch).Type(typ).Build()).AsScanEntry()
 		if err != nil {
 			return repaired, err
 		}
-		tokens := make([]string, 0, len(e.Elements))
-		for _, key := range e.Elements {
-			if token, ok := s.k.tokenOf(key); ok {
-				tokens = append(tokens, token)
-			}
-		}
-		n, err := s.repairSessions(ctx, tokens)
+		n, err := repair(e.Elements)
 		repaired += n
 		if err != nil && ctx.Err() != nil {
 			return repaired, err
@@ -175,57 +171,65 @@ func (s *store) repairNode(ctx context.Context, node rueidis.Client) (int, error
 	}
 }
 
+// repairNode scans the sessions of one master and repairs the indexes of
+// the sessions they name.
+func (s *store) repairNode(ctx context.Context, node rueidis.Client) (int, error) {
+	return s.scanRepair(ctx, node, "session:{", "hash", func(keys []string) (int, error) {
+		tokens := make([]string, 0, len(keys))
+		for _, key := range keys {
+			if token, ok := s.k.tokenOf(key); ok {
+				tokens = append(tokens, token)
+			}
+		}
+		return s.repairSessions(ctx, tokens)
+	})
+}
+
 // repairMarks scans the users' logout instants on one master and raises
 // each user's mark to the instant, for as long as the instant has to live,
 // where the mark is behind.
 func (s *store) repairMarks(ctx context.Context, node rueidis.Client) (int, error) {
-	pattern := globEscape.Replace(s.k.prefix+"loggedout:{") + "*"
-	raised := 0
-	var cursor uint64
-	for {
-		e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(repairBatch).Type("string").Build()).AsScanEntry()
-		if err != nil {
-			return raised, err
-		}
+	return s.scanRepair(ctx, node, "loggedout:{", "string", func(keys []string) (int, error) {
 		var users []string
-		cmds := make(rueidis.Commands, 0, 2*len(e.Elements))
-		for _, key := range e.Elements {
+		reads := make(rueidis.Commands, 0, 2*len(keys))
+		for _, key := range keys {
 			if user, ok := s.k.userOfLoggedOut(key); ok {
 				users = append(users, user)
-				cmds = append(cmds, node.B().Get().Key(key).Build(), node.B().Pttl().Key(key).Build())
+				reads = append(reads, node.B().Get().Key(key).Build(), node.B().Pttl().Key(key).Build())
 			}
 		}
+		if len(users) == 0 {
+			return 0, nil
+		}
+		res := node.DoMulti(ctx, reads...)
 		var calls []call
 		var marked []string // the users of calls
-		if len(cmds) > 0 {
-			res := node.DoMulti(ctx, cmds...)
-			for i, user := range users {
-				at, found, err := loggedOutAt(res[2*i])
-				if err != nil {
-					return raised, err
-				}
-				ttl, err := res[2*i+1].AsInt64()
-				if err != nil {
-					return raised, err
-				}
-				if found && ttl > 0 { // gone since the scan, or without a TTL: not one LogoutUser wrote
-					calls = append(calls, s.raiseMarkCall(user, at, ttl))
-					marked = append(marked, user)
-				}
+		for i, user := range users {
+			at, found, err := loggedOutAt(res[2*i])
+			if err != nil {
+				return 0, err
+			}
+			ttl, err := res[2*i+1].AsInt64()
+			if err != nil {
+				return 0, err
+			}
+			if found && ttl > 0 { // gone since the scan, or without a TTL: not one LogoutUser wrote
+				calls = append(calls, s.raiseMarkCall(user, at, ttl))
+				marked = append(marked, user)
 			}
 		}
+		raised := 0
+		var firstErr error
 		for i, r := range s.do(ctx, calls...) {
 			s.own.changed(recordOf(s.k.logoutMark(marked[i])))
 			n, err := r.AsInt64()
-			if err != nil {
-				return raised, err
-			}
 			raised += int(n)
+			if firstErr == nil {
+				firstErr = err
+			}
 		}
-		if cursor = e.Cursor; cursor == 0 {
-			return raised, nil
-		}
-	}
+		return raised, firstErr
+	})
 }
 
 // globEscape escapes the characters that SCAN's MATCH patterns give a
