@@ -139,3 +139,51 @@ func TestLogoutMark_AShorterLifetimeShortensNoTTL(t *testing.T) {
 		}
 	})
 }
+
+// TestLogoutMark_AnotherProcessSeesItsMarkRise: process A has read a
+// session that its user's index missed, and so has cached that its bucket
+// has no mark; process B logs the user out everywhere. The mark's
+// invalidation reaches A's cache, and A stops serving the session well
+// within A's cache TTL (a minute), which alone would otherwise end it.
+func TestLogoutMark_AnotherProcessSeesItsMarkRise(t *testing.T) {
+	for _, tg := range targets {
+		if !tg.caching {
+			continue // each miniredis client has a server of its own: two processes cannot share one
+		}
+		t.Run(tg.name, func(t *testing.T) { anotherProcessSeesItsMarkRise(t, tg) })
+	}
+}
+
+func anotherProcessSeesItsMarkRise(t *testing.T, tg target) {
+	clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+	a, c, prefix := newStoreWith(t, tg, rueidisbackend.Options{Clock: clock})
+	cb, _ := tg.client(t, rueidis.ClientOption{})
+	b := mustNew(t, cb, rueidisbackend.Options{Prefix: prefix, Clock: clock})
+	if _, err := a.StartSession(bg, "missed", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Do(bg, c.B().Zrem().Key(userKey(prefix, "alice")).Member(retail.SessionID("missed")).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { // until A serves the session and the absent mark from its cache
+		before := a.Stats().ClientCacheHits
+		_, ok, err := a.CheckToken(bg, "missed")
+		if err != nil || !ok {
+			t.Fatalf("CheckToken before LogoutUser = %v, %v", ok, err)
+		}
+		return a.Stats().ClientCacheHits-before == 2
+	})
+	clock.Advance(time.Millisecond)
+	if n, err := b.LogoutUser(bg, "alice"); n != 0 || err != nil {
+		t.Fatalf("B: LogoutUser(alice) = %d, %v; want 0 (the index missed the session), nil", n, err)
+	}
+	start := time.Now()
+	waitFor(t, func() bool {
+		_, ok, err := a.CheckToken(bg, "missed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !ok
+	})
+	t.Logf("A stopped serving the session %v after B's LogoutUser returned", time.Since(start))
+}
