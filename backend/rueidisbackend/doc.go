@@ -27,7 +27,7 @@
 //	recent: (zset token→ts)  retail:{sessions}:seen (zset)   the cleaning index; stamps are unique within a process
 //	                         retail:user:{U} (zset)          a user's sessions, ID → created stamp, for UserSessions and LogoutUser
 //	                         retail:loggedout:{U} (string)   the Unix ms of the user's last LogoutUser: their sessions logged in at or before it are over
-//	                         retail:logoutmark:{N} (string)  the latest of those instants among the users of bucket N (of 1024): only older sessions read the user's
+//	                         retail:logoutmark:{N} (string)  the latest of those instants among the users of bucket N (a hash of U, of 1024): only sessions logged in at or before it read their user's
 //	viewed: (zset item→-n)   retail:{views}:viewed (zset)    same scores, so ZRANK gives rank 0 to the most viewed, ties by name
 //	cache:H (string)         retail:page:KEY (string)        the page cache's key instead of a hash; the value starts with its expiry
 //	inv:ID (string)          retail:row:ID (string)          same
