@@ -288,6 +288,9 @@ func serve(w http.ResponseWriter, r *http.Request, p *retail.CachedPage, xcache 
 		if publicMaxAge > 0 {
 			cc = "public, max-age=" + strconv.FormatInt(wholeSeconds(min(publicMaxAge, p.Expires.Sub(now))), 10)
 		}
+		if personal {
+			cc = private(cc) // before the 304 below, which carries the cookie too
+		}
 		h.Set("Cache-Control", cc)
 		if etag := firstValue(p.Header, "Etag"); etag != "" {
 			h.Set("Etag", etag)
@@ -310,7 +313,7 @@ func serve(w http.ResponseWriter, r *http.Request, p *retail.CachedPage, xcache 
 	if _, ok := h["Content-Type"]; !ok {
 		h.Set("Content-Type", http.DetectContentType(p.Body))
 	}
-	if personal {
+	if personal && !stored {
 		h.Set("Cache-Control", private(h.Get("Cache-Control")))
 	}
 	h.Set("Content-Length", strconv.Itoa(len(p.Body)))

@@ -20,8 +20,8 @@ import (
 // instant and reading the index are one step. It changes only when the user
 // logs out everywhere, so reads of it are served from the client-side
 // cache; a process that did not write it sees it within the cache's
-// invalidation delay. It expires a lifetime (plus the TTL slack) after it
-// was written: by then every session it ends has expired anyway.
+// invalidation delay. It expires at least a lifetime (plus the TTL slack)
+// after it was written: by then every session it ends has expired anyway.
 //
 // Most users never log out everywhere, and in a busy shop few of their
 // loggedOut keys stay in the client-side cache, so that reading the key on
