@@ -64,18 +64,9 @@ func (c *PageCache) key(u *url.URL) (key string, canonical, ok bool) {
 		}
 		host = c.opts.Hosts[0]
 	}
-	q, err := url.ParseQuery(u.RawQuery)
-	if err != nil {
+	q, _, ok := c.keptQuery(u.RawQuery)
+	if !ok {
 		return "", false, false
-	}
-	for name := range q {
-		switch {
-		case c.params[name]:
-		case c.tracking(name):
-			delete(q, name)
-		default:
-			return "", false, false
-		}
 	}
 	p, canonical := canonicalPath(u)
 	key = pageKey("GET", host, p, q.Encode())
@@ -85,24 +76,32 @@ func (c *PageCache) key(u *url.URL) (key string, canonical, ok bool) {
 	return key, canonical, true
 }
 
-// keyedQuery returns u's query without its tracking parameters, and
-// whether it had any; if it had none, or its query does not parse, query
-// is "".
-func (c *PageCache) keyedQuery(u *url.URL) (query string, dropped bool) {
-	if u.RawQuery == "" {
-		return "", false
-	}
-	q, err := url.ParseQuery(u.RawQuery)
+// keptQuery parses a raw query and drops its tracking parameters: ok is
+// false if it does not parse or has a parameter that is neither a page
+// parameter nor a tracking one; dropped is whether it had tracking ones.
+func (c *PageCache) keptQuery(raw string) (q url.Values, dropped, ok bool) {
+	q, err := url.ParseQuery(raw)
 	if err != nil {
-		return "", false
+		return nil, false, false
 	}
 	for name := range q {
-		if c.tracking(name) && !c.params[name] {
+		switch {
+		case c.params[name]:
+		case c.tracking(name):
 			delete(q, name)
 			dropped = true
+		default:
+			return nil, false, false
 		}
 	}
-	if !dropped {
+	return q, dropped, true
+}
+
+// keyedQuery returns u's query without its tracking parameters, and
+// whether it had any; if it had none, or u has no page key, query is "".
+func (c *PageCache) keyedQuery(u *url.URL) (query string, dropped bool) {
+	q, dropped, ok := c.keptQuery(u.RawQuery)
+	if !ok || !dropped {
 		return "", false
 	}
 	return q.Encode(), true

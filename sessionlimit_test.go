@@ -314,10 +314,5 @@ func TestStore_SessionLimitHonoursTheLoginsDeadline(t *testing.T) {
 		t.Fatalf("StartSession(t, alice) did not return at its deadline while the Store stalled")
 	}
 	close(d.release)
-	for deadline := time.Now().Add(waitLimit); !slices.Contains(d.recorded(), logoutOf("t")); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the login's session was not ended once the Store answered; driver calls %q", d.recorded())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "the login's session to end once the Store answers", func() bool { return slices.Contains(d.recorded(), logoutOf("t")) })
 }

@@ -11,11 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/retailkit/retail"
+	retailotel "github.com/retailkit/retail/otel"
 )
 
 // panicking is a Store whose CheckToken panics, as a buggy decorator or
@@ -46,14 +48,10 @@ func TestStore_PanicOfTheWrappedStoreEndsTheSpan(t *testing.T) {
 	if spans[0].Status.Code != codes.Error {
 		t.Errorf("span status = %v, want Error", spans[0].Status)
 	}
-	calls := int64(0)
-	for k, v := range only(h.collect(t), "retail.calls{") {
-		if strings.Contains(k, "CheckToken") {
-			calls += v
-		}
-	}
-	if calls != 1 {
-		t.Errorf("retail.calls for the panicking CheckToken = %d, want 1", calls)
+	calls := only(h.collect(t), "retail.calls{")
+	want := map[string]int64{"retail.calls{retail.backend=memory,retail.operation=CheckToken,retail.outcome=" + retailotel.OutcomePanic + "}": 1}
+	if diff := cmp.Diff(want, calls); diff != "" {
+		t.Errorf("retail.calls after the panicking CheckToken (-want +got):\n%s", diff)
 	}
 }
 
@@ -187,13 +185,13 @@ func TestStore_WorkersOverTheWrapperStopWhenItCloses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	done := make(chan struct{})
+	// A watchdog against hangs, not a bound on speed.
+	const limit = 30 * time.Second
+	stopped := make(chan error, 3)
 	for _, run := range []func(context.Context) error{cleaner.Run, cacher.Run, rescaler.Run} {
-		wg.Go(func() { run(ctx) })
+		go func() { stopped <- run(ctx) }()
 	}
-	go func() { wg.Wait(); close(done) }()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(limit)
 	for {
 		st := h.store.Stats()
 		if st.SessionsCleaned >= 3 && st.RowsRefreshed >= 1 {
@@ -220,11 +218,16 @@ func TestStore_WorkersOverTheWrapperStopWhenItCloses(t *testing.T) {
 			}
 		})
 	}
-	wg2.Go(func() { time.Sleep(time.Millisecond); h.store.Close() })
+	wg2.Go(func() { h.store.Close() })
 	wg2.Wait()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("workers still running 5s after the wrapper closed")
+	for range 3 {
+		select {
+		case err := <-stopped:
+			if !errors.Is(err, retail.ErrClosed) {
+				t.Errorf("a worker's Run after the wrapper closed = %v, want ErrClosed", err)
+			}
+		case <-time.After(limit):
+			t.Fatalf("workers still running %v after the wrapper closed", limit)
+		}
 	}
 }

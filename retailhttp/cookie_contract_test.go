@@ -1,7 +1,6 @@
 package retailhttp_test
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -65,7 +64,6 @@ func TestLoginWith_SubSecondLifetimeKeepsAPersistentCookie(t *testing.T) {
 // The Store, not the signed cookie, names the user; and a validly signed
 // cookie stops working at Logout, LogoutEverywhere and Renew.
 func TestSignedCookie_UserAndLivenessComeFromTheStore(t *testing.T) {
-	ctx := context.Background()
 	s, clock := newStore(t)
 	m := newManager(t, s, retailhttp.SessionOptions{SigningKeys: [][]byte{key(1)}, Clock: clock})
 	signer := newSigner(t, key(1))
@@ -107,7 +105,6 @@ func TestSignedCookie_UserAndLivenessComeFromTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantNoSession(t, m, "other device after LogoutEverywhere", d2)
-	_ = ctx
 }
 
 // A signed session cookie of one name is not a session under another name,

@@ -84,3 +84,7 @@ const (
 // LogoutMark is the key of the logout mark of user's bucket (see
 // loggedout.go) under prefix.
 func LogoutMark(prefix, user string) string { return newKeys(prefix).logoutMark(user) }
+
+// RetryDeferredNow makes s send its buffered index writes with its next
+// call that writes the index, without waiting out retryAfter.
+func RetryDeferredNow(s *Store) { s.d.deferred.retry.Store(0) }

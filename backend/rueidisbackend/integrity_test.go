@@ -184,6 +184,12 @@ func viewedKey(prefix string) string { return prefix + "{views}:viewed" }
 // userKey is the key of user's index, as the package doc gives it.
 func userKey(prefix, user string) string { return prefix + "user:{" + escapeTag(user) + "}" }
 
+// loggedOutKey is the key of user's last LogoutUser instant, as the
+// package doc gives it.
+func loggedOutKey(prefix, user string) string {
+	return prefix + "loggedout:{" + escapeTag(user) + "}"
+}
+
 func escapeTag(s string) string { return strings.NewReplacer("%", "%25", "}", "%7D").Replace(s) }
 
 // scanAll returns the keys that start with prefix on every master.

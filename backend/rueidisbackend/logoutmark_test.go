@@ -11,10 +11,15 @@ import (
 	"github.com/retailkit/retail/backend/rueidisbackend"
 )
 
-// loggedOutKey is the key of user's last LogoutUser instant, as the
-// package doc gives it.
-func loggedOutKey(prefix, user string) string {
-	return prefix + "loggedout:{" + escapeTag(user) + "}"
+// userInBucket returns a user other than user whose logout mark is
+// user's (same) or is not (!same).
+func userInBucket(prefix, user string, same bool) string {
+	mark := rueidisbackend.LogoutMark(prefix, user)
+	for i := 0; ; i++ {
+		if u := fmt.Sprintf("user-%d", i); u != user && (rueidisbackend.LogoutMark(prefix, u) == mark) == same {
+			return u
+		}
+	}
 }
 
 // TestLogoutMark_OnlySessionsOlderThanTheirBucketsMarkReadTheUsersKey
@@ -33,16 +38,7 @@ func TestLogoutMark_OnlySessionsOlderThanTheirBucketsMarkReadTheUsersKey(t *test
 		clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
 		s := mustNew(t, f, rueidisbackend.Options{Prefix: prefix, Clock: clock})
 		const alice = "alice"
-		mark := rueidisbackend.LogoutMark(prefix, alice)
-		bob, carol := "", ""
-		for i := 0; bob == "" || carol == ""; i++ {
-			u := fmt.Sprintf("user-%d", i)
-			if rueidisbackend.LogoutMark(prefix, u) == mark {
-				bob = cmpOr(bob, u)
-			} else {
-				carol = cmpOr(carol, u)
-			}
-		}
+		bob, carol := userInBucket(prefix, alice, true), userInBucket(prefix, alice, false)
 		for token, user := range map[string]string{"tok-alice": alice, "tok-carol": carol} {
 			if err := s.UpdateToken(bg, token, user, ""); err != nil {
 				t.Fatal(err)
@@ -95,13 +91,6 @@ func TestLogoutMark_OnlySessionsOlderThanTheirBucketsMarkReadTheUsersKey(t *test
 	})
 }
 
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // TestLogoutMark_AShorterLifetimeShortensNoTTL: two Stores share a prefix,
 // one with a lifetime of a day and one of an hour (a rollout that changes
 // it, say). The day's LogoutUser of alice records her instant and her
@@ -113,13 +102,7 @@ func TestLogoutMark_AShorterLifetimeShortensNoTTL(t *testing.T) {
 		day, c, prefix := newStoreWith(t, tg, rueidisbackend.Options{Lifetime: 24 * time.Hour})
 		hour := mustNew(t, c, rueidisbackend.Options{Prefix: prefix, Lifetime: time.Hour})
 		const alice = "alice"
-		mark := rueidisbackend.LogoutMark(prefix, alice)
-		bob := ""
-		for i := 0; bob == ""; i++ {
-			if u := fmt.Sprintf("user-%d", i); rueidisbackend.LogoutMark(prefix, u) == mark {
-				bob = u
-			}
-		}
+		mark, bob := rueidisbackend.LogoutMark(prefix, alice), userInBucket(prefix, alice, true)
 		if _, err := day.LogoutUser(bg, alice); err != nil {
 			t.Fatal(err)
 		}

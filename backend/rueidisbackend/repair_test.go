@@ -17,10 +17,7 @@ import (
 // from its user's index, and an index entry without a session. One repair
 // mends all three, and a second finds nothing left.
 func TestRepair_MendsWhatACrashLeaves(t *testing.T) {
-	tg := targets[len(targets)-1]
-	if tg.name != "cluster" {
-		t.Fatalf("the last target is %q, want the cluster", tg.name)
-	}
+	tg := clusterTarget(t)
 	clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
 	c, prefix := tg.client(t, rueidis.ClientOption{})
 	prefix += "glob*?[x]\\:" // SCAN's pattern characters must match themselves

@@ -10,7 +10,7 @@
 // item pages show the visitor's recently viewed items and add to the cart,
 // which a guest may fill and keeps on logging in; popular item pages are
 // served from the page cache to anonymous visitors (see the X-Cache
-// response header). Logging in takes any name of 1 to 64 characters. The session cleaner, the row cacher
+// response header). Logging in takes any name of 1 to 64 bytes. The session cleaner, the row cacher
 // (which refreshes the items' cached rows) and the view rescaler run in the
 // background. /debug/vars shows the store's counters (retail.Stats) as the
 // expvar variable "retail": page cache hits, sessions started and cleaned,

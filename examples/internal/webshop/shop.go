@@ -421,8 +421,11 @@ func (s *shop) placeOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil || !ok || string(latest) != want {
-		// Placed already, or not the latest summary.
-		s.flash(ctx, sess.Token, "That order summary is no longer current.")
+		// Placed already, or not the latest summary (a session that ended
+		// meanwhile has nowhere to keep a flash).
+		if err == nil {
+			s.flash(ctx, sess.Token, "That order summary is no longer current.")
+		}
 		http.Redirect(w, r, "/cart", http.StatusSeeOther)
 		return
 	}
