@@ -96,6 +96,13 @@
 // (docs/redis-backend.md gives the measurement). Ranks, counts and the
 // indexes are read from the server.
 //
+// Every call on a logged-in session also reads its user's logout mark. On a
+// single server a Store keeps the 1,024 marks decoded in a table, which a
+// connection of its own (named retail-logout-marks in CLIENT LIST) keeps
+// fresh with CLIENT TRACKING BCAST, under the same bounds as the cache;
+// Close closes that connection. While it is down, and in a cluster, the
+// marks are read through the client-side cache.
+//
 // # Cleaning, logout and renewal against concurrent requests
 //
 // The book reads the oldest sessions, then deletes them; a request that

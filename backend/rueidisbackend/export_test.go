@@ -83,8 +83,46 @@ const (
 
 // LogoutMark is the key of the logout mark of user's bucket (see
 // loggedout.go) under prefix.
-func LogoutMark(prefix, user string) string { return newKeys(prefix).logoutMark(user) }
+func LogoutMark(prefix, user string) string { return newKeys(prefix).logoutMark(logoutBucket(user)) }
 
 // RetryDeferredNow makes s send its buffered index writes with its next
 // call that writes the index, without waiting out retryAfter.
 func RetryDeferredNow(s *Store) { s.d.deferred.retry.Store(0) }
+
+// MarkTracking returns the CLIENT ID of the connection that keeps s's table
+// of logout marks fresh (see marks.go), and whether it is tracking.
+func MarkTracking(s *Store) (id int64, tracking bool) {
+	t := s.d.marks
+	if t == nil {
+		return 0, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.id, t.conn != nil
+}
+
+// MarkHeld reports whether s's table of logout marks holds the mark of
+// user's bucket.
+func MarkHeld(s *Store, user string) bool {
+	_, ok := s.d.marks.get(logoutBucket(user))
+	return ok
+}
+
+// SetMarkRedialHook makes s run hook before it dials its marks' tracking
+// connection again.
+func SetMarkRedialHook(s *Store, hook func()) {
+	s.d.marks.mu.Lock()
+	defer s.d.marks.mu.Unlock()
+	s.d.marks.redialHook = hook
+}
+
+// MarkTrackingStopped reports whether s has stopped tracking its logout
+// marks for good.
+func MarkTrackingStopped(s *Store) bool {
+	select {
+	case <-s.d.marks.done:
+		return true
+	default:
+		return false
+	}
+}

@@ -60,15 +60,18 @@ func (k keys) loggedOut(user string) string { return k.prefix + "loggedout:{" + 
 // few enough that every process keeps them all in its cache.
 const logoutBuckets = 1024
 
-// logoutMark is the key of the mark of user's bucket: the latest instant,
-// Unix ms, at which a user of the bucket logged out everywhere.
-func (k keys) logoutMark(user string) string {
+// logoutBucket is the bucket of user's logout mark.
+func logoutBucket(user string) int {
 	h := uint32(2166136261) // FNV-1a
 	for i := 0; i < len(user); i++ {
 		h = (h ^ uint32(user[i])) * 16777619
 	}
-	return k.prefix + "logoutmark:{" + itoa(int(h%logoutBuckets)) + "}"
+	return int(h % logoutBuckets)
 }
+
+// logoutMark is the key of the mark of bucket b: the latest instant, Unix
+// ms, at which a user of the bucket logged out everywhere.
+func (k keys) logoutMark(b int) string { return k.prefix + "logoutmark:{" + itoa(b) + "}" }
 
 // raiseMark raises a logout mark to now, unless it is later already, and
 // its TTL to the one given, unless it is longer already: a Store with a
@@ -88,7 +91,7 @@ return raised
 // raiseMarkCall is the call of raiseMark that raises user's mark to at
 // (Unix ms) with at least ttl ms to live.
 func (s *store) raiseMarkCall(user string, at, ttl int64) call {
-	return s.scriptCall(raiseMark, []string{s.k.logoutMark(user)}, []string{i64(at), i64(ttl)})
+	return s.scriptCall(raiseMark, []string{s.k.logoutMark(logoutBucket(user))}, []string{i64(at), i64(ttl)})
 }
 
 // userOfLoggedOut returns the user whose loggedOut key is key; ok is false
@@ -137,15 +140,37 @@ func (s *store) revoked(ctx context.Context, user string, created int64) (bool, 
 }
 
 // marked reports whether a user of user's bucket logged out everywhere at
-// or after the created ms (see logoutMark), read through the client-side
-// cache: only then may user have.
+// or after the created ms (see logoutMark): only then may user have.
 func (s *store) marked(ctx context.Context, user string, created int64) (bool, error) {
-	v, ok, err := s.cachedString(ctx, s.k.logoutMark(user))
-	if !ok || err != nil {
-		return false, err
+	at, err := s.mark(ctx, logoutBucket(user))
+	return created <= at, err
+}
+
+// mark returns the logout mark of bucket b, noMark if it has none, from
+// the Store's table of marks (see marks.go), or else through the
+// client-side cache.
+func (s *store) mark(ctx context.Context, b int) (int64, error) {
+	if at, ok := s.marks.get(b); ok {
+		s.hits.Add(1)
+		return at, nil
 	}
-	at, err := strconv.ParseInt(v, 10, 64)
-	return err != nil || created <= at, nil // a mark it cannot read sends it to the user's key
+	if at, ok := s.marks.read(ctx, b); ok {
+		s.misses.Add(1)
+		return at, nil
+	}
+	v, ok, err := s.cachedString(ctx, s.k.logoutMark(b))
+	if !ok || err != nil {
+		return noMark, err
+	}
+	return parseMark(v), nil
+}
+
+// markWritten records that this process raised bucket b's mark, so that
+// it reads the mark from the server until its cache and its table have
+// heard (see ownWrites).
+func (s *store) markWritten(b int) {
+	s.own.changed(recordOf(s.k.logoutMark(b)))
+	s.marks.forget(b)
 }
 
 // loggedOutArg is the instant of user's last LogoutUser, in Unix ms, as a
@@ -157,7 +182,7 @@ func (s *store) loggedOutArg(ctx context.Context, user string) (string, error) {
 	}
 	// No mark: no session of the bucket's users is to end (see
 	// logoutMark).
-	if _, marked, err := s.cachedString(ctx, s.k.logoutMark(user)); !marked || err != nil {
+	if at, err := s.mark(ctx, logoutBucket(user)); at == noMark || err != nil {
 		return "", err
 	}
 	v, _, err := s.cachedString(ctx, s.k.loggedOut(user))

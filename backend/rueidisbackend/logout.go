@@ -167,12 +167,11 @@ func (s *store) LogoutUser(ctx context.Context, user string) (int, error) {
 	out := s.k.loggedOut(user)
 	ttl := s.life + s.ttlSlack.Milliseconds()
 	// The mark first: until it is raised, calls do not read the user's key.
-	mark := s.k.logoutMark(user)
 	// Both keys hold the latest of several writers' instants, which another
 	// LogoutUser of this process may be recording at once: until a read of
 	// the server, this process reads them there (see ownWrites).
 	err := s.do(ctx, s.raiseMarkCall(user, now, ttl))[0].Error()
-	s.own.changed(recordOf(mark))
+	s.markWritten(logoutBucket(user))
 	if err != nil {
 		return 0, err
 	}

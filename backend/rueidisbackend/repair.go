@@ -221,7 +221,7 @@ func (s *store) repairMarks(ctx context.Context, node rueidis.Client) (int, erro
 		raised := 0
 		var firstErr error
 		for i, r := range s.do(ctx, calls...) {
-			s.own.changed(recordOf(s.k.logoutMark(marked[i])))
+			s.markWritten(logoutBucket(marked[i]))
 			n, err := r.AsInt64()
 			raised += int(n)
 			if firstErr == nil {

@@ -119,6 +119,7 @@ type store struct {
 	cluster  bool
 	batches  struct{ refresh, update, cart *batcher } // nil in a cluster (see batch.go)
 	deferred deferred                                 // index and view writes waiting for their node (see deferred.go)
+	marks    *markTable                               // nil in a cluster or without caching (see marks.go)
 
 	// IdleTimeout, TouchEvery, Lifetime and TTLSlack in ms, formatted for
 	// the session scripts (see sessionArgs).
@@ -205,15 +206,22 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 		d.batches.refresh = newBatcher(d, refreshSession)
 		d.batches.update = newBatcher(d, updateToken)
 		d.batches.cart = newBatcher(d, cartWrite)
+		if d.cacheTTL > 0 {
+			d.marks = newMarkTable(c, opts.Prefix, d.cacheTTL)
+		}
 	}
 	return &Store{Store: retail.NewStoreWith(d, retail.StoreOptions{
 		ViewFlush: opts.ViewFlush, Lifetime: time.Duration(d.life) * time.Millisecond, MaxSessionsPerUser: opts.MaxSessionsPerUser,
 	}), d: d}, nil
 }
 
-// Close implements driver.Store. It releases nothing: the caller owns the
+// Close implements driver.Store. It closes the connection that keeps the
+// logout marks fresh (see marks.go), and nothing else: the caller owns the
 // rueidis client.
-func (s *store) Close() error { return nil }
+func (s *store) Close() error {
+	s.marks.close()
+	return nil
+}
 
 // CacheCounts implements driver.Store, so that the Store's Stats report
 // its reads of cacheable keys (logins, pages, rows): hits were served from

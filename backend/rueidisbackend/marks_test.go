@@ -1,0 +1,178 @@
+package rueidisbackend_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/backend/rueidisbackend"
+)
+
+// markProcesses starts two Stores, A and B, on one real server and
+// prefix, and a session of alice's that A serves, with her bucket's mark,
+// from its table of marks (see marks.go); her user index misses the
+// session, so that only the marks end it.
+func markProcesses(t *testing.T) (a, b *rueidisbackend.Store, c rueidis.Client, clock *retail.ManualClock) {
+	tg := targets[1]
+	clock = retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+	a, c, prefix := newStoreWith(t, tg, rueidisbackend.Options{Clock: clock})
+	cb, _ := tg.client(t, rueidis.ClientOption{})
+	b = mustNew(t, cb, rueidisbackend.Options{Prefix: prefix, Clock: clock})
+	missedSession(t, a, c, prefix, "missed")
+	return a, b, c, clock
+}
+
+// missedSession logs alice in through s with token, removes the session
+// from her user index, and waits until s serves it, and her mark from its
+// table.
+func missedSession(t *testing.T, s *rueidisbackend.Store, c rueidis.Client, prefix, token string) {
+	t.Helper()
+	if _, err := s.StartSession(bg, token, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Do(bg, c.B().Zrem().Key(userKey(prefix, "alice")).Member(retail.SessionID(token)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	servesFromTable(t, s, token)
+}
+
+// servesFromTable waits until s serves token's session, and its user's
+// mark from its table.
+func servesFromTable(t *testing.T, s *rueidisbackend.Store, token string) {
+	t.Helper()
+	waitFor(t, func() bool {
+		if _, ok, err := s.CheckToken(bg, token); err != nil || !ok {
+			t.Fatalf("CheckToken(%q) = %v, %v; want a live session", token, ok, err)
+		}
+		return rueidisbackend.MarkHeld(s, "alice")
+	})
+}
+
+// logoutAlice logs alice out everywhere through s, whose clock has moved
+// past her sessions' logins; the index misses the sessions it ends.
+func logoutAlice(t *testing.T, s *rueidisbackend.Store, clock *retail.ManualClock) {
+	t.Helper()
+	clock.Advance(time.Millisecond)
+	if n, err := s.LogoutUser(bg, "alice"); n != 0 || err != nil {
+		t.Fatalf("LogoutUser(alice) = %d, %v; want 0 (the index missed the session), nil", n, err)
+	}
+}
+
+// ends waits until s stops serving token's session.
+func ends(t *testing.T, s *rueidisbackend.Store, token string) {
+	t.Helper()
+	waitFor(t, func() bool {
+		_, ok, err := s.CheckToken(bg, token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !ok
+	})
+}
+
+// TestMarks_ATableHearsAnotherProcessRaiseAMark: process A serves alice's
+// session and her mark from its table; B logs her out everywhere, and A
+// stops serving the session. It fails, after 30 s, if the table misses the
+// invalidation (it would serve the old mark for CacheTTL, a minute).
+func TestMarks_ATableHearsAnotherProcessRaiseAMark(t *testing.T) {
+	a, b, _, clock := markProcesses(t)
+	logoutAlice(t, b, clock)
+	start := time.Now()
+	ends(t, a, "missed")
+	t.Logf("A stopped serving the session %v after B's LogoutUser returned", time.Since(start))
+}
+
+// TestMarks_ATableReadsItsOwnRaise: a Store that logs a user out serves
+// none of the user's sessions the index missed, from the next call on,
+// though its table held the user's mark and the server's invalidation may
+// not have arrived.
+func TestMarks_ATableReadsItsOwnRaise(t *testing.T) {
+	for range 20 {
+		a, _, _, clock := markProcesses(t)
+		logoutAlice(t, a, clock)
+		if _, ok, err := a.CheckToken(bg, "missed"); ok || err != nil {
+			t.Fatalf("CheckToken right after this process's LogoutUser = %v, %v; want no session", ok, err)
+		}
+	}
+}
+
+// TestMarks_ABrokenConnectionLeavesNoMarkServed: when the connection that
+// keeps A's table fresh is killed, A serves no mark from its table, so
+// that a LogoutUser made while no connection tracks the marks still ends
+// the session A served (through the client-side cache); once A has dialled
+// again, its table serves and hears again. It fails, after 30 s, if the
+// table keeps serving what it held when its connection broke.
+func TestMarks_ABrokenConnectionLeavesNoMarkServed(t *testing.T) {
+	tg := targets[1]
+	clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+	a, c, prefix := newStoreWith(t, tg, rueidisbackend.Options{Clock: clock})
+	cb, _ := tg.client(t, rueidis.ClientOption{})
+	b := mustNew(t, cb, rueidisbackend.Options{Prefix: prefix, Clock: clock})
+	missedSession(t, a, c, prefix, "missed")
+	redial := make(chan struct{})
+	rueidisbackend.SetMarkRedialHook(a, func() { <-redial })
+	id, tracking := rueidisbackend.MarkTracking(a)
+	if !tracking {
+		t.Fatal("A's table serves while it tracks nothing")
+	}
+	if err := c.Do(bg, c.B().ClientKill().Id(id).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { _, tracking := rueidisbackend.MarkTracking(a); return !tracking })
+	if rueidisbackend.MarkHeld(a, "alice") {
+		t.Fatal("A's table holds alice's mark after its connection broke")
+	}
+	logoutAlice(t, b, clock) // while no connection tracks the marks
+	ends(t, a, "missed")
+	if rueidisbackend.MarkHeld(a, "alice") {
+		t.Fatal("A's table stored a mark while no connection tracked them")
+	}
+
+	close(redial)
+	waitFor(t, func() bool { _, tracking := rueidisbackend.MarkTracking(a); return tracking })
+	clock.Advance(time.Millisecond)
+	missedSession(t, a, c, prefix, "later")
+	logoutAlice(t, b, clock)
+	ends(t, a, "later")
+}
+
+// TestMarks_CloseEndsTheConnection: a Store's Close closes the connection
+// that tracks its marks, and its table serves nothing after.
+func TestMarks_CloseEndsTheConnection(t *testing.T) {
+	a, _, c, _ := markProcesses(t)
+	id, _ := rueidisbackend.MarkTracking(a)
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !rueidisbackend.MarkTrackingStopped(a) {
+		t.Fatal("the table still tracks after Close returned")
+	}
+	if rueidisbackend.MarkHeld(a, "alice") {
+		t.Fatal("the table holds a mark after Close")
+	}
+	waitFor(t, func() bool {
+		list, err := c.Do(bg, c.B().ClientList().Id().ClientId(id).Build()).ToString()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !strings.Contains(list, fmt.Sprintf("id=%d ", id))
+	})
+}
+
+// TestMarks_NoTableWhereTheServerCannotTrack: on miniredis, which has no
+// client tracking, the table gives up at once and the marks are read as
+// before (the conformance suite runs there); in a cluster there is none.
+func TestMarks_NoTableWhereTheServerCannotTrack(t *testing.T) {
+	s, _, _ := newStoreWith(t, targets[0], rueidisbackend.Options{})
+	waitFor(t, func() bool { return rueidisbackend.MarkTrackingStopped(s) })
+	if _, tracking := rueidisbackend.MarkTracking(s); tracking {
+		t.Fatal("miniredis: the table tracks")
+	}
+	s, _, _ = newStoreWith(t, targets[2], rueidisbackend.Options{})
+	if _, tracking := rueidisbackend.MarkTracking(s); tracking {
+		t.Fatal("cluster: the table tracks")
+	}
+}
