@@ -97,11 +97,14 @@
 // indexes are read from the server.
 //
 // Every call on a logged-in session also reads its user's logout mark. On a
-// single server a Store keeps the 1,024 marks decoded in a table, which a
-// connection of its own (named retail-logout-marks in CLIENT LIST) keeps
-// fresh with CLIENT TRACKING BCAST, under the same bounds as the cache;
-// Close closes that connection. While it is down, and in a cluster, the
-// marks are read through the client-side cache.
+// single server (not through Sentinel) a Store keeps the 1,024 marks
+// decoded in a table, which a connection of its own, taken from the
+// client's pool for blocking commands and named retail-logout-marks in
+// CLIENT LIST, keeps fresh with CLIENT TRACKING BCAST, under the same
+// bounds as the cache. Every second it checks that it hears a write the
+// client makes; if it does not, within a second, it stops serving. Close
+// closes that connection. While it is down, in a cluster, and with
+// DisableCache, the marks are read through the client-side cache.
 //
 // # Cleaning, logout and renewal against concurrent requests
 //

@@ -111,6 +111,9 @@ func MarkHeld(s *Store, user string) bool {
 // SetMarkRedialHook makes s run hook before it dials its marks' tracking
 // connection again.
 func SetMarkRedialHook(s *Store, hook func()) {
+	if s.d.marks == nil {
+		panic("SetMarkRedialHook: the Store has no table of marks")
+	}
 	s.d.marks.mu.Lock()
 	defer s.d.marks.mu.Unlock()
 	s.d.marks.redialHook = hook
@@ -119,6 +122,9 @@ func SetMarkRedialHook(s *Store, hook func()) {
 // MarkTrackingStopped reports whether s has stopped tracking its logout
 // marks for good.
 func MarkTrackingStopped(s *Store) bool {
+	if s.d.marks == nil {
+		return true
+	}
 	select {
 	case <-s.d.marks.done:
 		return true

@@ -377,8 +377,18 @@ type countingClient struct {
 
 func (c *countingClient) count(n int) { c.mu.Lock(); c.sent += n; c.trips++; c.mu.Unlock() }
 func (c *countingClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	c.count(1)
+	if !markTracker(cmd.Commands()) {
+		c.count(1)
+	}
 	return c.Client.Do(ctx, cmd)
+}
+
+// markTracker reports whether args are a command that the tracker of a
+// Store's logout marks sends through its client, once and then every
+// second (see marks.go), rather than one of a call's.
+func markTracker(args []string) bool {
+	return len(args) >= 2 && args[0] == "CLIENT" && args[1] == "TRACKINGINFO" ||
+		len(args) >= 4 && strings.HasPrefix(args[0], "EVAL") && strings.Contains(args[3], "logoutmark:{probe ")
 }
 func (c *countingClient) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
 	c.count(len(cmds))

@@ -1,7 +1,9 @@
 package rueidisbackend
 
 import (
+	"cmp"
 	"context"
+	"crypto/rand"
 	"errors"
 	"math"
 	"strconv"
@@ -24,32 +26,48 @@ import (
 // connection, after which it is served from the table until it changes, or
 // for CacheTTL at most, as a cached value is.
 //
+// The table must hear every change made on the server that the Store's
+// client writes to. So every probeEvery the connection's tracker writes a
+// probe key under the marks' prefix through the Store's client, and stops
+// serving the table unless the connection hears of it within probeWait:
+// a connection left on a server the client no longer writes to (after
+// Valkey's redirect to a new primary) or that hears nothing (a stalled
+// server, a proxy that drops the messages) stops serving within
+// probeEvery+probeWait. The probe also ends the tracker once the client
+// is closed.
+//
 // While the connection is not tracking (before it has started, after it
-// broke, on a server that refuses CLIENT TRACKING) the table serves
-// nothing, and the marks are read through the client-side cache. A broken
-// connection is dialled again, after a pause that grows to maxMarkPause. In
-// a cluster the marks live on every master, whose slots move, and are
-// read through the client-side cache.
+// broke, on a server that refuses CLIENT TRACKING, with a client built with
+// DisableCache) the table serves nothing, and the marks are read through
+// the client-side cache. A broken connection is dialled again, after a
+// pause that grows to maxMarkPause. In a cluster, whose marks live on
+// every master, and with Sentinel, whose clients move to a new master
+// without the connections they lent, there is no table.
+//
+// The connection is one of the client's pool for blocking commands
+// (ClientOption.BlockingPoolSize). An OnInvalidations callback of the
+// client's options hears of the marks' changes too.
 
 // markTable holds the decoded logout marks of a Store on a single server.
 type markTable struct {
 	prefix string        // of the marks' keys
+	probe  string        // the key the tracker writes to check that it hears
 	ttl    time.Duration // an entry's longest life (CacheTTL)
 
 	entries [logoutBuckets]atomic.Pointer[markEntry] // nil: unknown
+	live    atomic.Bool                              // whether conn is set, read without the lock
 
 	mu   sync.Mutex
 	conn rueidis.DedicatedClient // tracking the marks; nil while not
 	id   int64                   // conn's CLIENT ID
-	// gens counts the changes heard of each mark, and epoch the times
-	// tracking started or stopped: a mark read before either moved is not
-	// stored (see put).
-	gens  [logoutBuckets]uint64
-	epoch uint64
+	// gens counts the changes of each mark heard of, and the times
+	// tracking started or stopped: a mark read before its count moved is
+	// not stored (see put).
+	gens [logoutBuckets]uint64
 
-	stop      chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
+	heard  chan struct{} // the probe's invalidations
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the tracker has stopped
 
 	// redialHook, if set (by tests), runs before the connection is
 	// dialled again.
@@ -66,21 +84,35 @@ type markEntry struct {
 const noMark = math.MinInt64
 
 // markRead is what a read of a mark started under: it is stored only if
-// neither moved since.
+// the mark's count of changes has not moved since.
 type markRead struct {
-	conn       rueidis.DedicatedClient
-	gen, epoch uint64
+	conn rueidis.DedicatedClient
+	gen  uint64
 }
 
-// maxMarkPause bounds the pause before the table's connection is dialled
-// again.
-const maxMarkPause = 5 * time.Second
+const (
+	minMarkPause = 50 * time.Millisecond // before the connection is dialled again
+	maxMarkPause = 5 * time.Second
+	probeEvery   = time.Second
+	probeWait    = time.Second
+)
+
+// errUnheard is a probe the connection did not hear of.
+var errUnheard = errors.New("rueidisbackend: the marks' connection did not hear its probe")
 
 // newMarkTable returns the table of the marks under prefix, and starts the
-// connection that keeps it fresh; close stops it.
+// tracker that keeps it fresh over c; close stops it.
 func newMarkTable(c rueidis.Client, prefix string, ttl time.Duration) *markTable {
-	t := &markTable{prefix: prefix + "logoutmark:{", ttl: ttl, stop: make(chan struct{}), done: make(chan struct{})}
-	go t.track(c)
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &markTable{
+		prefix: prefix + "logoutmark:{",
+		probe:  prefix + "logoutmark:{probe " + rand.Text() + "}",
+		ttl:    ttl,
+		heard:  make(chan struct{}, 1),
+		cancel: cancel,
+		done:   make(chan struct{}),
+	}
+	go t.track(ctx, c)
 	return t
 }
 
@@ -101,11 +133,11 @@ func (t *markTable) get(b int) (at int64, ok bool) {
 // and stores it: ok is false if the table is not tracking, or the read
 // failed, and the mark must be read otherwise.
 func (t *markTable) read(ctx context.Context, b int) (at int64, ok bool) {
-	if t == nil {
+	if t == nil || !t.live.Load() {
 		return 0, false
 	}
 	t.mu.Lock()
-	r := markRead{conn: t.conn, gen: t.gens[b], epoch: t.epoch}
+	r := markRead{conn: t.conn, gen: t.gens[b]}
 	t.mu.Unlock()
 	if r.conn == nil {
 		return 0, false
@@ -135,11 +167,11 @@ func parseMark(v string) int64 {
 }
 
 // put stores bucket b's mark at, read under r, unless the mark changed or
-// tracking stopped since r.
+// tracking started or stopped since r.
 func (t *markTable) put(b int, r markRead, at int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.gens[b] == r.gen && t.epoch == r.epoch {
+	if t.gens[b] == r.gen {
 		t.entries[b].Store(&markEntry{at: at, until: time.Now().Add(t.ttl)})
 	}
 }
@@ -151,24 +183,9 @@ func (t *markTable) forget(b int) {
 		return
 	}
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.gens[b]++
 	t.entries[b].Store(nil)
-	t.mu.Unlock()
-}
-
-// forgetAll drops every mark, and keeps every read begun before from
-// storing one.
-func (t *markTable) forgetAll() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.forgetAllLocked()
-}
-
-func (t *markTable) forgetAllLocked() {
-	t.epoch++
-	for b := range t.entries {
-		t.entries[b].Store(nil)
-	}
 }
 
 // setConn makes conn, whose CLIENT ID is id, the tracking connection (nil
@@ -177,15 +194,25 @@ func (t *markTable) setConn(conn rueidis.DedicatedClient, id int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.conn, t.id = conn, id
+	t.live.Store(conn != nil)
 	t.forgetAllLocked()
 }
 
-// invalidated takes the server's invalidation messages: the keys of the
-// marks that changed, or nil when every key may have (a FLUSHALL, or the
-// connection closing).
+func (t *markTable) forgetAllLocked() {
+	for b := range t.entries {
+		t.gens[b]++
+		t.entries[b].Store(nil)
+	}
+}
+
+// invalidated takes the server's invalidation messages: the keys that
+// changed, or nil when every key may have (a FLUSHALL, or the connection
+// closing).
 func (t *markTable) invalidated(keys []rueidis.RedisMessage) {
 	if keys == nil {
-		t.forgetAll()
+		t.mu.Lock()
+		t.forgetAllLocked()
+		t.mu.Unlock()
 		return
 	}
 	for _, k := range keys {
@@ -195,8 +222,16 @@ func (t *markTable) invalidated(keys []rueidis.RedisMessage) {
 	}
 }
 
-// forgetKey drops the mark whose key is key, if it is a mark's.
+// forgetKey drops the mark whose key is key, if it is a mark's, and
+// notes that the probe was heard, if it is the probe's.
 func (t *markTable) forgetKey(key string) {
+	if key == t.probe {
+		select {
+		case t.heard <- struct{}{}:
+		default:
+		}
+		return
+	}
 	n, ok := strings.CutPrefix(key, t.prefix)
 	if !ok {
 		return
@@ -209,21 +244,12 @@ func (t *markTable) forgetKey(key string) {
 // key is the key of bucket b's mark.
 func (t *markTable) key(b int) string { return t.prefix + itoa(b) + "}" }
 
-// track keeps a connection tracking the marks until close, dialling it
+// track keeps a connection tracking the marks until ctx ends, dialling it
 // again when it breaks. It gives up, leaving the table empty, when the
-// server refuses to track, and when the client is closed.
-func (t *markTable) track(c rueidis.Client) {
+// server cannot track for it, and when the client is closed.
+func (t *markTable) track(ctx context.Context, c rueidis.Client) {
 	defer close(t.done)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-t.stop:
-			cancel()
-		case <-t.done:
-		}
-	}()
-	pause := 50 * time.Millisecond
+	pause := minMarkPause
 	for first := true; ; first = false {
 		t.mu.Lock()
 		hook := t.redialHook
@@ -231,66 +257,120 @@ func (t *markTable) track(c rueidis.Client) {
 		if !first && hook != nil {
 			hook()
 		}
-		conn, release := c.Dedicate()
-		broken := conn.SetOnInvalidations(t.invalidated)
-		err := t.start(ctx, conn)
-		if err == nil {
-			pause = 50 * time.Millisecond
-			select {
-			case <-broken:
-			case <-t.stop:
-			}
-		}
+		began := time.Now()
+		err := t.serve(ctx, c, first)
 		t.setConn(nil, 0)
-		conn.Close() // its tracking must not go back to the pool
-		release()
-		if redisErr, ok := rueidis.IsRedisErr(err); ctx.Err() != nil || errors.Is(err, rueidis.ErrClosing) || err == errNoPush || ok && !redisErr.IsLoading() {
+		if ctx.Err() != nil || errors.Is(err, rueidis.ErrClosing) || errors.Is(err, errCannotTrack) {
 			return
+		}
+		if time.Since(began) > maxMarkPause {
+			pause = minMarkPause // it had been up a while: not a connection refused at once
 		}
 		select {
 		case <-time.After(pause):
-		case <-t.stop:
+		case <-ctx.Done():
 			return
 		}
 		pause = min(2*pause, maxMarkPause)
 	}
 }
 
-// start turns tracking of the marks on on conn, and makes the table serve
-// what conn reads.
-func (t *markTable) start(ctx context.Context, conn rueidis.DedicatedClient) error {
+// errCannotTrack is a server, or a client, with which the table cannot be
+// kept fresh.
+var errCannotTrack = errors.New("rueidisbackend: the logout marks cannot be tracked")
+
+// serve dials a connection, makes it track the marks and serves the table
+// from it until it breaks, a probe goes unheard or ctx ends. On the first
+// connection, a server that refuses to track, or a client without
+// tracking or a connection that hears nothing, is errCannotTrack.
+func (t *markTable) serve(ctx context.Context, c rueidis.Client, first bool) error {
+	if first {
+		// With DisableCache, the Store's connections track nothing, and
+		// the Store reads from the server.
+		info, err := c.Do(ctx, c.B().ClientTrackinginfo().Build()).AsMap()
+		if _, ok := rueidis.IsRedisErr(err); ok {
+			return errCannotTrack
+		}
+		if err != nil {
+			return err
+		}
+		flags := info["flags"]
+		if f, err := flags.AsStrSlice(); err != nil || len(f) == 0 || f[0] == "off" {
+			return errCannotTrack
+		}
+	}
+	conn, _ := c.Dedicate()
+	defer conn.Close() // its tracking must not go back to the pool
+	broken := conn.SetOnInvalidations(t.invalidated)
 	for _, cmd := range []rueidis.Completed{
 		conn.B().ClientSetname().ConnectionName("retail-logout-marks").Build(),
 		conn.B().ClientTracking().Off().Build(), // rueidis turns it on for caching, in another mode
-		conn.B().ClientTracking().On().Prefix().Prefix(t.prefix).Bcast().Build(),
 	} {
 		if err := conn.Do(ctx, cmd).Error(); err != nil {
 			return err
 		}
 	}
-	info, err := conn.Do(ctx, conn.B().ClientInfo().Build()).ToString()
-	if err != nil {
+	if err := conn.Do(ctx, conn.B().ClientTracking().On().Prefix().Prefix(t.prefix).Bcast().Build()).Error(); err != nil {
+		if _, ok := rueidis.IsRedisErr(err); ok {
+			return errCannotTrack
+		}
 		return err
-	}
-	// Over RESP2 the server would not send conn its invalidations.
-	if !strings.Contains(info, " resp=3") {
-		return errNoPush
 	}
 	id, err := conn.Do(ctx, conn.B().ClientId().Build()).AsInt64()
 	if err != nil {
 		return err
 	}
+	if err := t.probeHeard(ctx, c); err != nil {
+		if first && errors.Is(err, errUnheard) {
+			return errCannotTrack // RESP2, or a proxy that drops the messages
+		}
+		return err
+	}
 	t.setConn(conn, id)
-	return nil
+	tick := time.NewTicker(probeEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-broken:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			if err := t.probeHeard(ctx, c); err != nil {
+				return err
+			}
+		}
+	}
 }
 
-var errNoPush = errors.New("rueidisbackend: the connection cannot receive invalidation messages")
-
-// close stops the tracking connection.
-func (t *markTable) close() {
-	if t == nil {
-		return
+// probeHeard writes the probe key through c, and deletes it, and waits for the tracking
+// connection to hear of it, for probeWait at most.
+func (t *markTable) probeHeard(ctx context.Context, c rueidis.Client) error {
+	select {
+	case <-t.heard: // an old one
+	default:
 	}
-	t.closeOnce.Do(func() { close(t.stop) })
-	<-t.done
+	ctx, cancel := context.WithTimeoutCause(ctx, probeWait, errUnheard)
+	defer cancel()
+	if err := probe.Exec(ctx, c, []string{t.probe}, nil).Error(); err != nil {
+		return cmp.Or(context.Cause(ctx), err)
+	}
+	select {
+	case <-t.heard:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// probe writes its key and deletes it in one step, so that it is never
+// seen.
+var probe = rueidis.NewLuaScript(`redis.call('SET', KEYS[1], '1') return redis.call('DEL', KEYS[1])`)
+
+// close stops the tracker, which closes its connection once it can (at
+// once, unless it waits for a connection from a full pool).
+func (t *markTable) close() {
+	if t != nil {
+		t.cancel()
+	}
 }

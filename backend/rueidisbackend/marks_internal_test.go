@@ -1,8 +1,12 @@
 package rueidisbackend
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
 )
 
 // TestMarkTable_AReadBegunBeforeAChangeIsNotStored: a mark read before
@@ -19,14 +23,13 @@ func TestMarkTable_AReadBegunBeforeAChangeIsNotStored(t *testing.T) {
 		{"a flush", func() { tb.invalidated(nil) }},
 		{"tracking stopping", func() { tb.setConn(nil, 0) }},
 	} {
-		r := markRead{gen: tb.gens[3], epoch: tb.epoch}
+		r := markRead{gen: tb.gens[3]}
 		change.do()
 		tb.put(3, r, 5)
 		if _, ok := tb.get(3); ok {
 			t.Errorf("%s: a mark read before it was stored", change.name)
 		}
-		r = markRead{gen: tb.gens[3], epoch: tb.epoch}
-		tb.put(3, r, 5)
+		tb.put(3, markRead{gen: tb.gens[3]}, 5)
 		if at, ok := tb.get(3); !ok || at != 5 {
 			t.Errorf("%s: get after a read that began after it = %d, %v; want 5, true", change.name, at, ok)
 		}
@@ -37,20 +40,84 @@ func TestMarkTable_AReadBegunBeforeAChangeIsNotStored(t *testing.T) {
 	}
 }
 
-// TestMarkTable_InvalidationsNameMarks: an invalidation drops the marks
-// its keys name, and only those.
-func TestMarkTable_InvalidationsNameMarks(t *testing.T) {
+// heardMidway is a tracking connection on which the server's invalidation
+// of a mark arrives while its GET is on its way: the reply is the value
+// from before the change.
+type heardMidway struct {
+	rueidis.DedicatedClient
+	c  rueidis.Client
+	tb *markTable
+}
+
+func (h heardMidway) B() rueidis.Builder { return h.c.B() }
+
+func (h heardMidway) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	r := h.c.Do(ctx, cmd)
+	h.tb.forgetKey(h.tb.key(3))
+	return r
+}
+
+// TestMarkTable_AReadTheServerChangedUnderIsNotStored: read takes the
+// mark's count of changes before it sends its GET, so a change heard
+// while the GET is on its way keeps the old value out of the table.
+func TestMarkTable_AReadTheServerChangedUnderIsNotStored(t *testing.T) {
+	mr := miniredis.RunT(t)
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{mr.Addr()}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
 	tb := &markTable{prefix: "p:logoutmark:{", ttl: time.Minute}
+	mr.Set(tb.key(3), "5")
+	tb.setConn(heardMidway{c: c, tb: tb}, 1)
+	if at, ok := tb.read(context.Background(), 3); !ok || at != 5 {
+		t.Fatalf("read = %d, %v; want 5, true", at, ok)
+	}
+	if _, ok := tb.get(3); ok {
+		t.Fatal("a mark whose change was heard during its read was stored")
+	}
+	tb.setConn(&fixedConn{heardMidway{c: c, tb: tb}}, 1)
+	if at, ok := tb.read(context.Background(), 3); !ok || at != 5 {
+		t.Fatalf("read = %d, %v; want 5, true", at, ok)
+	}
+	if at, ok := tb.get(3); !ok || at != 5 {
+		t.Fatalf("get after an undisturbed read = %d, %v; want 5, true", at, ok)
+	}
+}
+
+// fixedConn is a tracking connection that hears nothing during a read.
+type fixedConn struct{ heardMidway }
+
+func (f *fixedConn) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	return f.c.Do(ctx, cmd)
+}
+
+// TestMarkTable_InvalidationsNameMarks: an invalidation drops the marks
+// its keys name, and only those; the probe's is heard.
+func TestMarkTable_InvalidationsNameMarks(t *testing.T) {
+	tb := &markTable{prefix: "p:logoutmark:{", probe: "p:logoutmark:{probe x}", ttl: time.Minute, heard: make(chan struct{}, 1)}
 	for b := range 8 {
 		tb.put(b, markRead{}, int64(b))
 	}
-	for _, key := range []string{"p:logoutmark:{2}", "p:logoutmark:{x}", "q:logoutmark:{3}", "p:logoutmark:{5}", "p:logoutmark:{99999}", "p:logoutmark:{-1}"} {
+	for _, key := range []string{"p:logoutmark:{2}", "p:logoutmark:{x}", "q:logoutmark:{3}", "p:logoutmark:{5}",
+		"p:logoutmark:{99999}", "p:logoutmark:{-1}", "p:logoutmark:{probe y}"} {
 		tb.forgetKey(key)
 	}
 	for b := range 8 {
 		if _, ok := tb.get(b); ok == (b == 2 || b == 5) {
 			t.Errorf("mark %d held: %v after the invalidation", b, ok)
 		}
+	}
+	select {
+	case <-tb.heard:
+		t.Fatal("another table's probe was heard as this one's")
+	default:
+	}
+	tb.forgetKey(tb.probe)
+	select {
+	case <-tb.heard:
+	default:
+		t.Fatal("the probe's invalidation was not heard")
 	}
 }
 

@@ -1,8 +1,11 @@
 package rueidisbackend_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,6 +116,9 @@ func TestMarks_ABrokenConnectionLeavesNoMarkServed(t *testing.T) {
 	b := mustNew(t, cb, rueidisbackend.Options{Prefix: prefix, Clock: clock})
 	missedSession(t, a, c, prefix, "missed")
 	redial := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(redial) }) }
+	t.Cleanup(release)
 	rueidisbackend.SetMarkRedialHook(a, func() { <-redial })
 	id, tracking := rueidisbackend.MarkTracking(a)
 	if !tracking {
@@ -131,7 +137,7 @@ func TestMarks_ABrokenConnectionLeavesNoMarkServed(t *testing.T) {
 		t.Fatal("A's table stored a mark while no connection tracked them")
 	}
 
-	close(redial)
+	release()
 	waitFor(t, func() bool { _, tracking := rueidisbackend.MarkTracking(a); return tracking })
 	clock.Advance(time.Millisecond)
 	missedSession(t, a, c, prefix, "later")
@@ -147,9 +153,7 @@ func TestMarks_CloseEndsTheConnection(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if !rueidisbackend.MarkTrackingStopped(a) {
-		t.Fatal("the table still tracks after Close returned")
-	}
+	waitFor(t, func() bool { return rueidisbackend.MarkTrackingStopped(a) })
 	if rueidisbackend.MarkHeld(a, "alice") {
 		t.Fatal("the table holds a mark after Close")
 	}
@@ -162,17 +166,89 @@ func TestMarks_CloseEndsTheConnection(t *testing.T) {
 	})
 }
 
-// TestMarks_NoTableWhereTheServerCannotTrack: on miniredis, which has no
-// client tracking, the table gives up at once and the marks are read as
-// before (the conformance suite runs there); in a cluster there is none.
-func TestMarks_NoTableWhereTheServerCannotTrack(t *testing.T) {
-	s, _, _ := newStoreWith(t, targets[0], rueidisbackend.Options{})
+// TestMarks_NoTableWhereItCannotBeKeptFresh: the table gives up at once,
+// and the marks are read as before (the conformance suite runs on
+// miniredis), on miniredis, which has no client tracking, with a client
+// built with DisableCache, and with a client whose writes the tracking
+// connection does not hear; in a cluster there is none.
+func TestMarks_NoTableWhereItCannotBeKeptFresh(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		client func() (rueidis.Client, string)
+	}{
+		{"miniredis", func() (rueidis.Client, string) { return targets[0].client(t, rueidis.ClientOption{}) }},
+		{"DisableCache", func() (rueidis.Client, string) {
+			return targets[1].client(t, rueidis.ClientOption{DisableCache: true})
+		}},
+		{"unheard", func() (rueidis.Client, string) {
+			c, prefix := targets[1].client(t, rueidis.ClientOption{})
+			u := &unheardClient{Client: c}
+			u.drop.Store(true)
+			return u, prefix
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, prefix := tc.client()
+			s := mustNew(t, c, rueidisbackend.Options{Prefix: prefix})
+			waitFor(t, func() bool { return rueidisbackend.MarkTrackingStopped(s) })
+			if _, tracking := rueidisbackend.MarkTracking(s); tracking {
+				t.Fatal("the table tracks")
+			}
+			if _, err := s.StartSession(bg, "tok", "alice"); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok, err := s.CheckToken(bg, "tok"); !ok || err != nil || rueidisbackend.MarkHeld(s, "alice") {
+				t.Fatalf("CheckToken = %v, %v, held %v; want a live session and no mark held", ok, err, rueidisbackend.MarkHeld(s, "alice"))
+			}
+		})
+	}
+	s, _, _ := newStoreWith(t, targets[2], rueidisbackend.Options{})
+	if _, tracking := rueidisbackend.MarkTracking(s); tracking || !rueidisbackend.MarkTrackingStopped(s) {
+		t.Fatal("cluster: a table of marks")
+	}
+}
+
+// unheardClient drops the scripts of the tables' probes while drop is set,
+// sending a PING instead: the tracking connection hears nothing of them,
+// as one left on a server the client no longer writes to would not.
+type unheardClient struct {
+	rueidis.Client
+	drop atomic.Bool
+}
+
+func (u *unheardClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	if args := cmd.Commands(); u.drop.Load() && markTracker(args) && args[0] != "CLIENT" {
+		return u.Client.Do(ctx, u.Client.B().Ping().Build())
+	}
+	return u.Client.Do(ctx, cmd)
+}
+
+// TestMarks_AConnectionThatHearsNoProbeServesNothing: once the tracking
+// connection stops hearing the writes the Store's client makes, within
+// about two seconds the table serves nothing, and it serves again once
+// they are heard.
+func TestMarks_AConnectionThatHearsNoProbeServesNothing(t *testing.T) {
+	c, prefix := targets[1].client(t, rueidis.ClientOption{})
+	u := &unheardClient{Client: c}
+	s := mustNew(t, u, rueidisbackend.Options{Prefix: prefix})
+	missedSession(t, s, c, prefix, "tok")
+	u.drop.Store(true)
+	start := time.Now()
+	waitFor(t, func() bool { _, tracking := rueidisbackend.MarkTracking(s); return !tracking })
+	t.Logf("the table stopped serving %v after its probes went unheard", time.Since(start))
+	if rueidisbackend.MarkHeld(s, "alice") || rueidisbackend.MarkTrackingStopped(s) {
+		t.Fatal("the table holds a mark, or gave up for good, after a probe went unheard")
+	}
+	u.drop.Store(false)
+	servesFromTable(t, s, "tok")
+}
+
+// TestMarks_ClosingTheClientEndsTheTracker: a Store whose client is closed
+// without the Store being closed stops its tracker.
+func TestMarks_ClosingTheClientEndsTheTracker(t *testing.T) {
+	c, prefix := targets[1].client(t, rueidis.ClientOption{})
+	s := mustNew(t, c, rueidisbackend.Options{Prefix: prefix})
+	waitFor(t, func() bool { _, tracking := rueidisbackend.MarkTracking(s); return tracking })
+	c.Close()
 	waitFor(t, func() bool { return rueidisbackend.MarkTrackingStopped(s) })
-	if _, tracking := rueidisbackend.MarkTracking(s); tracking {
-		t.Fatal("miniredis: the table tracks")
-	}
-	s, _, _ = newStoreWith(t, targets[2], rueidisbackend.Options{})
-	if _, tracking := rueidisbackend.MarkTracking(s); tracking {
-		t.Fatal("cluster: the table tracks")
-	}
 }

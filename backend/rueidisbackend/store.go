@@ -119,7 +119,7 @@ type store struct {
 	cluster  bool
 	batches  struct{ refresh, update, cart *batcher } // nil in a cluster (see batch.go)
 	deferred deferred                                 // index and view writes waiting for their node (see deferred.go)
-	marks    *markTable                               // nil in a cluster or without caching (see marks.go)
+	marks    *markTable                               // nil but on a single server with caching (see marks.go)
 
 	// IdleTimeout, TouchEvery, Lifetime and TTLSlack in ms, formatted for
 	// the session scripts (see sessionArgs).
@@ -206,7 +206,7 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 		d.batches.refresh = newBatcher(d, refreshSession)
 		d.batches.update = newBatcher(d, updateToken)
 		d.batches.cart = newBatcher(d, cartWrite)
-		if d.cacheTTL > 0 {
+		if d.cacheTTL > 0 && c.Mode() == rueidis.ClientModeStandalone {
 			d.marks = newMarkTable(c, opts.Prefix, d.cacheTTL)
 		}
 	}
@@ -215,7 +215,7 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 	}), d: d}, nil
 }
 
-// Close implements driver.Store. It closes the connection that keeps the
+// Close implements driver.Store. It stops the connection that keeps the
 // logout marks fresh (see marks.go), and nothing else: the caller owns the
 // rueidis client.
 func (s *store) Close() error {
