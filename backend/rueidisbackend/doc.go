@@ -28,6 +28,7 @@
 //	                         retail:user:{U} (zset)          a user's sessions, ID → created stamp, for UserSessions and LogoutUser
 //	                         retail:loggedout:{U} (string)   the Unix ms of the user's last LogoutUser: their sessions logged in at or before it are over
 //	                         retail:logoutmark:{N} (string)  the latest of those instants among the users of bucket N (a hash of U, of 1024): only sessions logged in at or before it read their user's
+//	                         retail:logoutprobe:{R}          never seen: written and deleted in one script every second, to check that the Store hears the marks' changes (see below)
 //	viewed: (zset item→-n)   retail:{views}:viewed (zset)    same scores, so ZRANK gives rank 0 to the most viewed, ties by name
 //	cache:H (string)         retail:page:KEY (string)        the page cache's key instead of a hash; the value starts with its expiry
 //	inv:ID (string)          retail:row:ID (string)          same
@@ -97,14 +98,19 @@
 // indexes are read from the server.
 //
 // Every call on a logged-in session also reads its user's logout mark. On a
-// single server (not through Sentinel) a Store keeps the 1,024 marks
-// decoded in a table, which a connection of its own, taken from the
-// client's pool for blocking commands and named retail-logout-marks in
-// CLIENT LIST, keeps fresh with CLIENT TRACKING BCAST, under the same
-// bounds as the cache. Every second it checks that it hears a write the
-// client makes; if it does not, within a second, it stops serving. Close
-// closes that connection. While it is down, in a cluster, and with
-// DisableCache, the marks are read through the client-side cache.
+// single server (not through Sentinel), with client-side caching, a Store
+// keeps the 1,024 marks decoded in a table, which a connection of its own
+// keeps fresh with CLIENT TRACKING BCAST; a mark changed by another process
+// stops being served when its invalidation arrives, as a cached value
+// does. The Store takes that connection from the client's pool for
+// blocking commands (ClientOption.BlockingPoolSize) and holds it until
+// Close, or until the client is closed; CLIENT LIST names it
+// retail-logout-marks. Every second it writes and deletes a probe key
+// (retail:logoutprobe:{R}, in one script, so the key is never seen) and
+// stops serving the table unless the connection hears of it within a
+// second. An OnInvalidations callback of the client's options hears of
+// the marks' changes too. Without the table the marks are read through
+// the client-side cache, or from the server without one.
 //
 // # Cleaning, logout and renewal against concurrent requests
 //

@@ -388,7 +388,7 @@ func (c *countingClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.
 // second (see marks.go), rather than one of a call's.
 func markTracker(args []string) bool {
 	return len(args) >= 2 && args[0] == "CLIENT" && args[1] == "TRACKINGINFO" ||
-		len(args) >= 4 && strings.HasPrefix(args[0], "EVAL") && strings.Contains(args[3], "logoutmark:{probe ")
+		len(args) >= 4 && strings.HasPrefix(args[0], "EVAL") && strings.Contains(args[3], "logoutprobe:{")
 }
 func (c *countingClient) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
 	c.count(len(cmds))

@@ -1,7 +1,6 @@
 package rueidisbackend
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -27,45 +26,42 @@ import (
 // for CacheTTL at most, as a cached value is.
 //
 // The table must hear every change made on the server that the Store's
-// client writes to. So every probeEvery the connection's tracker writes a
-// probe key under the marks' prefix through the Store's client, and stops
-// serving the table unless the connection hears of it within probeWait:
-// a connection left on a server the client no longer writes to (after
-// Valkey's redirect to a new primary) or that hears nothing (a stalled
-// server, a proxy that drops the messages) stops serving within
-// probeEvery+probeWait. The probe also ends the tracker once the client
-// is closed.
+// client writes to. So every probeEvery the tracker writes and deletes a
+// probe key of its own through the Store's client, and stops serving the
+// table unless its connection hears of it within probeWait: a connection
+// left on a server the client no longer writes to, that stalls, or whose
+// messages a proxy drops, stops serving within probeEvery+probeWait. The
+// probe also ends the tracker once the client is closed. A connection
+// whose reads the server refuses (a Valkey replica that redirects them) is
+// dialled again.
 //
 // While the connection is not tracking (before it has started, after it
-// broke, on a server that refuses CLIENT TRACKING, with a client built with
-// DisableCache) the table serves nothing, and the marks are read through
-// the client-side cache. A broken connection is dialled again, after a
-// pause that grows to maxMarkPause. In a cluster, whose marks live on
-// every master, and with Sentinel, whose clients move to a new master
-// without the connections they lent, there is no table.
-//
-// The connection is one of the client's pool for blocking commands
-// (ClientOption.BlockingPoolSize). An OnInvalidations callback of the
-// client's options hears of the marks' changes too.
+// broke) the table serves nothing, and the marks are read through the
+// client-side cache. A broken connection is dialled again, after a pause
+// that grows to maxMarkPause. There is no table with a client without
+// client-side caching (DisableCache, or CacheTTL < 0), on a server that
+// refuses CLIENT TRACKING, where no probe is ever heard, in a cluster,
+// whose marks live on every master, and with Sentinel, whose clients move
+// to a new master without the connections they lent.
 
 // markTable holds the decoded logout marks of a Store on a single server.
 type markTable struct {
 	prefix string        // of the marks' keys
-	probe  string        // the key the tracker writes to check that it hears
+	probe  string        // the key the tracker writes to check that it hears, its own
 	ttl    time.Duration // an entry's longest life (CacheTTL)
 
 	entries [logoutBuckets]atomic.Pointer[markEntry] // nil: unknown
 	live    atomic.Bool                              // whether conn is set, read without the lock
 
-	mu   sync.Mutex
-	conn rueidis.DedicatedClient // tracking the marks; nil while not
-	id   int64                   // conn's CLIENT ID
-	// gens counts the changes of each mark heard of, and the times
-	// tracking started or stopped: a mark read before its count moved is
-	// not stored (see put).
+	mu      sync.Mutex
+	conn    rueidis.DedicatedClient // tracking the marks; nil while not
+	id      int64                   // conn's CLIENT ID
+	refused chan<- struct{}         // tells the tracker a read on conn was refused
+	// gens counts, for each mark, the changes heard of or made by this
+	// process, the flushes, and the times tracking started or stopped: a
+	// mark read before its count moved is not stored (see put).
 	gens [logoutBuckets]uint64
 
-	heard  chan struct{} // the probe's invalidations
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the tracker has stopped
 
@@ -97,18 +93,14 @@ const (
 	probeWait    = time.Second
 )
 
-// errUnheard is a probe the connection did not hear of.
-var errUnheard = errors.New("rueidisbackend: the marks' connection did not hear its probe")
-
 // newMarkTable returns the table of the marks under prefix, and starts the
 // tracker that keeps it fresh over c; close stops it.
 func newMarkTable(c rueidis.Client, prefix string, ttl time.Duration) *markTable {
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &markTable{
 		prefix: prefix + "logoutmark:{",
-		probe:  prefix + "logoutmark:{probe " + rand.Text() + "}",
+		probe:  prefix + "logoutprobe:{" + rand.Text() + "}",
 		ttl:    ttl,
-		heard:  make(chan struct{}, 1),
 		cancel: cancel,
 		done:   make(chan struct{}),
 	}
@@ -137,7 +129,7 @@ func (t *markTable) read(ctx context.Context, b int) (at int64, ok bool) {
 		return 0, false
 	}
 	t.mu.Lock()
-	r := markRead{conn: t.conn, gen: t.gens[b]}
+	r, refused := markRead{conn: t.conn, gen: t.gens[b]}, t.refused
 	t.mu.Unlock()
 	if r.conn == nil {
 		return 0, false
@@ -147,6 +139,12 @@ func (t *markTable) read(ctx context.Context, b int) (at int64, ok bool) {
 	case rueidis.IsRedisNil(err):
 		at = noMark
 	case err != nil:
+		if _, ok := rueidis.IsRedisErr(err); ok {
+			select {
+			case refused <- struct{}{}:
+			default:
+			}
+		}
 		return 0, false
 	default:
 		at = parseMark(v)
@@ -189,11 +187,12 @@ func (t *markTable) forget(b int) {
 }
 
 // setConn makes conn, whose CLIENT ID is id, the tracking connection (nil
-// when tracking stops), and drops every mark.
-func (t *markTable) setConn(conn rueidis.DedicatedClient, id int64) {
+// when tracking stops), and drops every mark; a read that conn refuses is
+// told on refused.
+func (t *markTable) setConn(conn rueidis.DedicatedClient, id int64, refused chan<- struct{}) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.conn, t.id = conn, id
+	t.conn, t.id, t.refused = conn, id, refused
 	t.live.Store(conn != nil)
 	t.forgetAllLocked()
 }
@@ -207,48 +206,49 @@ func (t *markTable) forgetAllLocked() {
 
 // invalidated takes the server's invalidation messages: the keys that
 // changed, or nil when every key may have (a FLUSHALL, or the connection
-// closing).
-func (t *markTable) invalidated(keys []rueidis.RedisMessage) {
+// closing). It reports whether the probe was among them.
+func (t *markTable) invalidated(keys []rueidis.RedisMessage) (probed bool) {
 	if keys == nil {
 		t.mu.Lock()
 		t.forgetAllLocked()
 		t.mu.Unlock()
-		return
+		return false
 	}
 	for _, k := range keys {
 		if key, err := k.ToString(); err == nil {
-			t.forgetKey(key)
+			probed = t.forgetKey(key) || probed
 		}
 	}
+	return probed
 }
 
 // forgetKey drops the mark whose key is key, if it is a mark's, and
-// notes that the probe was heard, if it is the probe's.
-func (t *markTable) forgetKey(key string) {
+// reports whether it is the probe's.
+func (t *markTable) forgetKey(key string) (probe bool) {
 	if key == t.probe {
-		select {
-		case t.heard <- struct{}{}:
-		default:
-		}
-		return
+		return true
 	}
 	n, ok := strings.CutPrefix(key, t.prefix)
 	if !ok {
-		return
+		return false
 	}
 	if b, err := strconv.Atoi(strings.TrimSuffix(n, "}")); err == nil && b >= 0 && b < logoutBuckets {
 		t.forget(b)
 	}
+	return false
 }
 
 // key is the key of bucket b's mark.
 func (t *markTable) key(b int) string { return t.prefix + itoa(b) + "}" }
 
 // track keeps a connection tracking the marks until ctx ends, dialling it
-// again when it breaks. It gives up, leaving the table empty, when the
-// server cannot track for it, and when the client is closed.
+// again when it breaks. It gives up, leaving the table empty, with a
+// client without client-side caching, when the server refuses to track,
+// when no connection has heard a probe yet and one goes unheard, and when
+// the client is closed.
 func (t *markTable) track(ctx context.Context, c rueidis.Client) {
 	defer close(t.done)
+	heardOnce := false
 	pause := minMarkPause
 	for first := true; ; first = false {
 		t.mu.Lock()
@@ -258,8 +258,10 @@ func (t *markTable) track(ctx context.Context, c rueidis.Client) {
 			hook()
 		}
 		began := time.Now()
-		err := t.serve(ctx, c, first)
-		t.setConn(nil, 0)
+		err := t.caching(ctx, c)
+		if err == nil {
+			err = t.serve(ctx, c, &heardOnce)
+		}
 		if ctx.Err() != nil || errors.Is(err, rueidis.ErrClosing) || errors.Is(err, errCannotTrack) {
 			return
 		}
@@ -279,87 +281,98 @@ func (t *markTable) track(ctx context.Context, c rueidis.Client) {
 // kept fresh.
 var errCannotTrack = errors.New("rueidisbackend: the logout marks cannot be tracked")
 
-// serve dials a connection, makes it track the marks and serves the table
-// from it until it breaks, a probe goes unheard or ctx ends. On the first
-// connection, a server that refuses to track, or a client without
-// tracking or a connection that hears nothing, is errCannotTrack.
-func (t *markTable) serve(ctx context.Context, c rueidis.Client, first bool) error {
-	if first {
-		// With DisableCache, the Store's connections track nothing, and
-		// the Store reads from the server.
-		info, err := c.Do(ctx, c.B().ClientTrackinginfo().Build()).AsMap()
-		if _, ok := rueidis.IsRedisErr(err); ok {
-			return errCannotTrack
-		}
-		if err != nil {
-			return err
-		}
-		flags := info["flags"]
-		if f, err := flags.AsStrSlice(); err != nil || len(f) == 0 || f[0] == "off" {
-			return errCannotTrack
-		}
+// setupErr is err from a command that sets up the tracking connection: a
+// refusal other than a busy or loading server is errCannotTrack.
+func setupErr(err error) error {
+	if e, ok := rueidis.IsRedisErr(err); ok && !e.IsLoading() && !strings.HasPrefix(e.Error(), "BUSY") {
+		return errCannotTrack
 	}
+	return err
+}
+
+// caching checks that c caches: with DisableCache its connections track
+// nothing, and the Store reads from the server.
+func (t *markTable) caching(ctx context.Context, c rueidis.Client) error {
+	info, err := c.Do(ctx, c.B().ClientTrackinginfo().Build()).AsMap()
+	if err != nil {
+		return setupErr(err)
+	}
+	flags := info["flags"]
+	if f, err := flags.AsStrSlice(); err != nil || len(f) == 0 || f[0] == "off" {
+		return errCannotTrack
+	}
+	return nil
+}
+
+// serve dials a connection, makes it track the marks and its probe, and
+// serves the table from it until it breaks, a probe goes unheard, a read
+// is refused or ctx ends.
+func (t *markTable) serve(ctx context.Context, c rueidis.Client, heardOnce *bool) error {
 	conn, _ := c.Dedicate()
-	defer conn.Close() // its tracking must not go back to the pool
-	broken := conn.SetOnInvalidations(t.invalidated)
+	defer conn.Close()           // its tracking must not go back to the pool
+	defer t.setConn(nil, 0, nil) // first: closing waits for the connection
+	heard := make(chan struct{}, 1)
+	broken := conn.SetOnInvalidations(func(keys []rueidis.RedisMessage) {
+		if t.invalidated(keys) {
+			select {
+			case heard <- struct{}{}:
+			default:
+			}
+		}
+	})
 	for _, cmd := range []rueidis.Completed{
 		conn.B().ClientSetname().ConnectionName("retail-logout-marks").Build(),
 		conn.B().ClientTracking().Off().Build(), // rueidis turns it on for caching, in another mode
+		conn.B().ClientTracking().On().Prefix().Prefix(t.prefix).Prefix(t.probe).Bcast().Build(),
 	} {
 		if err := conn.Do(ctx, cmd).Error(); err != nil {
-			return err
+			return setupErr(err)
 		}
-	}
-	if err := conn.Do(ctx, conn.B().ClientTracking().On().Prefix().Prefix(t.prefix).Bcast().Build()).Error(); err != nil {
-		if _, ok := rueidis.IsRedisErr(err); ok {
-			return errCannotTrack
-		}
-		return err
 	}
 	id, err := conn.Do(ctx, conn.B().ClientId().Build()).AsInt64()
 	if err != nil {
-		return err
+		return setupErr(err)
 	}
-	if err := t.probeHeard(ctx, c); err != nil {
-		if first && errors.Is(err, errUnheard) {
-			return errCannotTrack // RESP2, or a proxy that drops the messages
+	refused := make(chan struct{}, 1)
+	for first := true; ; first = false {
+		if err := t.probeHeard(ctx, c, heard); err != nil {
+			if errors.Is(err, errUnheard) && !*heardOnce {
+				return errCannotTrack // a proxy that drops the messages
+			}
+			return err
 		}
-		return err
-	}
-	t.setConn(conn, id)
-	tick := time.NewTicker(probeEvery)
-	defer tick.Stop()
-	for {
+		*heardOnce = true
+		if first {
+			t.setConn(conn, id, refused)
+		}
 		select {
 		case <-broken:
 			return nil
+		case <-refused: // a replica that redirects reads, say
+			return nil
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-tick.C:
-			if err := t.probeHeard(ctx, c); err != nil {
-				return err
-			}
+		case <-time.After(probeEvery):
 		}
 	}
 }
 
-// probeHeard writes the probe key through c, and deletes it, and waits for the tracking
-// connection to hear of it, for probeWait at most.
-func (t *markTable) probeHeard(ctx context.Context, c rueidis.Client) error {
-	select {
-	case <-t.heard: // an old one
-	default:
-	}
-	ctx, cancel := context.WithTimeoutCause(ctx, probeWait, errUnheard)
+// errUnheard is a probe the connection did not hear of.
+var errUnheard = errors.New("rueidisbackend: the marks' connection did not hear its probe")
+
+// probeHeard writes the probe key through c, and deletes it, and waits for
+// the tracking connection to hear of it (on heard) for probeWait at most.
+func (t *markTable) probeHeard(ctx context.Context, c rueidis.Client, heard <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, probeWait)
 	defer cancel()
 	if err := probe.Exec(ctx, c, []string{t.probe}, nil).Error(); err != nil {
-		return cmp.Or(context.Cause(ctx), err)
+		return err
 	}
 	select {
-	case <-t.heard:
+	case <-heard:
 		return nil
 	case <-ctx.Done():
-		return context.Cause(ctx)
+		return errUnheard
 	}
 }
 

@@ -21,7 +21,7 @@ func TestMarkTable_AReadBegunBeforeAChangeIsNotStored(t *testing.T) {
 		{"its invalidation", func() { tb.forgetKey("p:logoutmark:{3}") }},
 		{"this process's raise", func() { (&store{marks: tb}).markWritten(3) }},
 		{"a flush", func() { tb.invalidated(nil) }},
-		{"tracking stopping", func() { tb.setConn(nil, 0) }},
+		{"tracking stopping", func() { tb.setConn(nil, 0, nil) }},
 	} {
 		r := markRead{gen: tb.gens[3]}
 		change.do()
@@ -69,19 +69,52 @@ func TestMarkTable_AReadTheServerChangedUnderIsNotStored(t *testing.T) {
 	defer c.Close()
 	tb := &markTable{prefix: "p:logoutmark:{", ttl: time.Minute}
 	mr.Set(tb.key(3), "5")
-	tb.setConn(heardMidway{c: c, tb: tb}, 1)
+	tb.setConn(heardMidway{c: c, tb: tb}, 1, nil)
 	if at, ok := tb.read(context.Background(), 3); !ok || at != 5 {
 		t.Fatalf("read = %d, %v; want 5, true", at, ok)
 	}
 	if _, ok := tb.get(3); ok {
 		t.Fatal("a mark whose change was heard during its read was stored")
 	}
-	tb.setConn(&fixedConn{heardMidway{c: c, tb: tb}}, 1)
+	tb.setConn(&fixedConn{heardMidway{c: c, tb: tb}}, 1, nil)
 	if at, ok := tb.read(context.Background(), 3); !ok || at != 5 {
 		t.Fatalf("read = %d, %v; want 5, true", at, ok)
 	}
 	if at, ok := tb.get(3); !ok || at != 5 {
 		t.Fatalf("get after an undisturbed read = %d, %v; want 5, true", at, ok)
+	}
+}
+
+// TestMarkTable_ARefusedReadRedials: a tracking connection whose reads the
+// server refuses (a replica that redirects them, say) is given up, so that
+// the calls do not all pay for a read that fails.
+func TestMarkTable_ARefusedReadRedials(t *testing.T) {
+	mr := miniredis.RunT(t)
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{mr.Addr()}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tb := &markTable{prefix: "p:logoutmark:{", ttl: time.Minute}
+	mr.HSet(tb.key(3), "not", "a string") // GET answers WRONGTYPE
+	refused := make(chan struct{}, 1)
+	tb.setConn(&fixedConn{heardMidway{c: c, tb: tb}}, 1, refused)
+	if _, ok := tb.read(context.Background(), 3); ok {
+		t.Fatal("a refused read answered")
+	}
+	select {
+	case <-refused:
+	default:
+		t.Fatal("a refused read was not told to the tracker")
+	}
+	mr.Set(tb.key(4), "9")
+	if at, ok := tb.read(context.Background(), 4); !ok || at != 9 {
+		t.Fatalf("read = %d, %v; want 9, true", at, ok)
+	}
+	select {
+	case <-refused:
+		t.Fatal("a read that was answered was told as refused")
+	default:
 	}
 }
 
@@ -93,31 +126,25 @@ func (f *fixedConn) Do(ctx context.Context, cmd rueidis.Completed) rueidis.Redis
 }
 
 // TestMarkTable_InvalidationsNameMarks: an invalidation drops the marks
-// its keys name, and only those; the probe's is heard.
+// its keys name, and only those; the probe's is told apart.
 func TestMarkTable_InvalidationsNameMarks(t *testing.T) {
-	tb := &markTable{prefix: "p:logoutmark:{", probe: "p:logoutmark:{probe x}", ttl: time.Minute, heard: make(chan struct{}, 1)}
+	tb := &markTable{prefix: "p:logoutmark:{", probe: "p:logoutprobe:{x}", ttl: time.Minute}
 	for b := range 8 {
 		tb.put(b, markRead{}, int64(b))
 	}
 	for _, key := range []string{"p:logoutmark:{2}", "p:logoutmark:{x}", "q:logoutmark:{3}", "p:logoutmark:{5}",
-		"p:logoutmark:{99999}", "p:logoutmark:{-1}", "p:logoutmark:{probe y}"} {
-		tb.forgetKey(key)
+		"p:logoutmark:{99999}", "p:logoutmark:{-1}", "p:logoutprobe:{y}"} {
+		if tb.forgetKey(key) {
+			t.Errorf("%s taken for the probe", key)
+		}
 	}
 	for b := range 8 {
 		if _, ok := tb.get(b); ok == (b == 2 || b == 5) {
 			t.Errorf("mark %d held: %v after the invalidation", b, ok)
 		}
 	}
-	select {
-	case <-tb.heard:
-		t.Fatal("another table's probe was heard as this one's")
-	default:
-	}
-	tb.forgetKey(tb.probe)
-	select {
-	case <-tb.heard:
-	default:
-		t.Fatal("the probe's invalidation was not heard")
+	if !tb.forgetKey(tb.probe) {
+		t.Fatal("the probe's invalidation was not told apart")
 	}
 }
 

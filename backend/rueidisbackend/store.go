@@ -119,7 +119,7 @@ type store struct {
 	cluster  bool
 	batches  struct{ refresh, update, cart *batcher } // nil in a cluster (see batch.go)
 	deferred deferred                                 // index and view writes waiting for their node (see deferred.go)
-	marks    *markTable                               // nil but on a single server with caching (see marks.go)
+	marks    *markTable                               // nil but on a standalone client with caching (see marks.go)
 
 	// IdleTimeout, TouchEvery, Lifetime and TTLSlack in ms, formatted for
 	// the session scripts (see sessionArgs).
@@ -215,9 +215,9 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 	}), d: d}, nil
 }
 
-// Close implements driver.Store. It stops the connection that keeps the
-// logout marks fresh (see marks.go), and nothing else: the caller owns the
-// rueidis client.
+// Close implements driver.Store. It tells the tracker of the logout marks
+// to stop, which closes its connection (see marks.go), and closes nothing
+// else: the caller owns the rueidis client.
 func (s *store) Close() error {
 	s.marks.close()
 	return nil

@@ -43,6 +43,9 @@ func TestTouch_UnchangedVisitsSendNoCommand(t *testing.T) {
 			if _, _, err := s.RefreshSession(bg, "visitor", "kettle"); err != nil {
 				t.Fatal(err)
 			}
+			// The tracker of the logout marks sends its setup commands
+			// first (and then a probe a second, see marks.go).
+			waitFor(t, func() bool { _, tracking := rueidisbackend.MarkTracking(s); return tracking })
 			// Let the first reads fill the cache.
 			for range 3 {
 				if _, _, err := s.RefreshSession(bg, "visitor", "kettle"); err != nil {
