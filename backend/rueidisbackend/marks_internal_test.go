@@ -57,16 +57,22 @@ func (h heardMidway) Do(ctx context.Context, cmd rueidis.Completed) rueidis.Redi
 	return r
 }
 
-// TestMarkTable_AReadTheServerChangedUnderIsNotStored: read takes the
-// mark's count of changes before it sends its GET, so a change heard
-// while the GET is on its way keeps the old value out of the table.
-func TestMarkTable_AReadTheServerChangedUnderIsNotStored(t *testing.T) {
+// miniredisServer starts a miniredis and returns it and a client of it.
+func miniredisServer(t *testing.T) (*miniredis.Miniredis, rueidis.Client) {
 	mr := miniredis.RunT(t)
 	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{mr.Addr()}, DisableCache: true, ForceSingleClient: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(c.Close)
+	return mr, c
+}
+
+// TestMarkTable_AReadTheServerChangedUnderIsNotStored: read takes the
+// mark's count of changes before it sends its GET, so a change heard
+// while the GET is on its way keeps the old value out of the table.
+func TestMarkTable_AReadTheServerChangedUnderIsNotStored(t *testing.T) {
+	mr, c := miniredisServer(t)
 	tb := &markTable{prefix: "p:logoutmark:{", ttl: time.Minute}
 	mr.Set(tb.key(3), "5")
 	tb.setConn(heardMidway{c: c, tb: tb}, 1, nil)
@@ -89,12 +95,7 @@ func TestMarkTable_AReadTheServerChangedUnderIsNotStored(t *testing.T) {
 // server refuses (a replica that redirects them, say) is given up, so that
 // the calls do not all pay for a read that fails.
 func TestMarkTable_ARefusedReadRedials(t *testing.T) {
-	mr := miniredis.RunT(t)
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{mr.Addr()}, DisableCache: true, ForceSingleClient: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	mr, c := miniredisServer(t)
 	tb := &markTable{prefix: "p:logoutmark:{", ttl: time.Minute}
 	mr.HSet(tb.key(3), "not", "a string") // GET answers WRONGTYPE
 	refused := make(chan struct{}, 1)
