@@ -96,7 +96,7 @@ func testStalled(t *testing.T, tg target) {
 		return nil
 	})
 
-	stall := startStall(t, addrs)
+	stall := startStall(t, addrs, stallFor)
 	var (
 		mu       sync.Mutex
 		outcomes [2][]outcome // alone, under load
@@ -229,7 +229,7 @@ type stall struct {
 // startStall makes every server of addrs sleep stallFor, through raw
 // connections of its own, and returns once the servers have had the
 // commands for a moment (see below).
-func startStall(t *testing.T, addrs []string) *stall {
+func startStall(t *testing.T, addrs []string, stallFor time.Duration) *stall {
 	t.Helper()
 	conns := make([]net.Conn, len(addrs))
 	for i, addr := range addrs {

@@ -107,8 +107,9 @@
 // Close, or until the client is closed; CLIENT LIST names it
 // retail-logout-marks. Every second it writes and deletes a probe key
 // (retail:logoutprobe:{R}, in one script, so the key is never seen) and
-// stops serving the table unless the connection hears of it within a
-// second. An OnInvalidations callback of the client's options hears of
+// stops serving the table if the connection does not hear of a probe the
+// server took within a second; while the server stalls the table serves,
+// as the cache does. An OnInvalidations callback of the client's options hears of
 // the marks' changes too. Without the table the marks are read through
 // the client-side cache, or from the server without one.
 //

@@ -28,9 +28,13 @@ import (
 // The table must hear every change made on the server that the Store's
 // client writes to. So every probeEvery the tracker writes and deletes a
 // probe key of its own through the Store's client, and stops serving the
-// table unless its connection hears of it within probeWait: a connection
-// left on a server the client no longer writes to, that stalls, or whose
-// messages a proxy drops, stops serving within probeEvery+probeWait. The
+// table if its connection does not hear of a probe that the server took
+// within probeWait: a connection left on a server the client no longer
+// writes to, or whose messages a proxy drops, stops serving within
+// probeEvery+probeWait. A probe the server did not take (it stalls, or
+// the client's connection broke) stops nothing: as the client-side cache
+// serves while its connection lives, the table serves while the tracking
+// connection does. The
 // probe also ends the tracker once the client is closed. A connection
 // whose reads the server refuses (a Valkey replica that redirects them) is
 // dialled again.
@@ -334,15 +338,19 @@ func (t *markTable) serve(ctx context.Context, c rueidis.Client, heardOnce *bool
 		return setupErr(err)
 	}
 	refused := make(chan struct{}, 1)
-	for first := true; ; first = false {
-		if err := t.probeHeard(ctx, c, heard); err != nil {
-			if errors.Is(err, errUnheard) && !*heardOnce {
-				return errCannotTrack // a proxy that drops the messages
-			}
+	for serving := false; ; {
+		switch err := t.probeHeard(ctx, c, heard); {
+		case errors.Is(err, errUnheard) && !*heardOnce:
+			return errCannotTrack // a proxy that drops the messages
+		case errors.Is(err, errUnheard), err != nil && !serving, errors.Is(err, rueidis.ErrClosing), ctx.Err() != nil:
 			return err
-		}
-		*heardOnce = true
-		if first {
+		case err != nil:
+			// The server took no write from the client, whose connection
+			// stalled or broke: as the client-side cache goes on serving
+			// while its connection lives, the table goes on while the
+			// tracking connection does (rueidis closes a silent one).
+		case !serving:
+			*heardOnce, serving = true, true
 			t.setConn(conn, id, refused)
 		}
 		select {
@@ -360,19 +368,28 @@ func (t *markTable) serve(ctx context.Context, c rueidis.Client, heardOnce *bool
 // errUnheard is a probe the connection did not hear of.
 var errUnheard = errors.New("rueidisbackend: the marks' connection did not hear its probe")
 
-// probeHeard writes the probe key through c, and deletes it, and waits for
-// the tracking connection to hear of it (on heard) for probeWait at most.
+// probeHeard writes the probe key through c, and deletes it, within
+// probeWait, and waits for the tracking connection to hear of it (on
+// heard) for probeWait more at most.
 func (t *markTable) probeHeard(ctx context.Context, c rueidis.Client, heard <-chan struct{}) error {
-	ctx, cancel := context.WithTimeout(ctx, probeWait)
+	select {
+	case <-heard: // of an earlier probe that the server took late
+	default:
+	}
+	wctx, cancel := context.WithTimeout(ctx, probeWait)
 	defer cancel()
-	if err := probe.Exec(ctx, c, []string{t.probe}, nil).Error(); err != nil {
+	if err := probe.Exec(wctx, c, []string{t.probe}, nil).Error(); err != nil {
 		return err
 	}
+	wait := time.NewTimer(probeWait)
+	defer wait.Stop()
 	select {
 	case <-heard:
 		return nil
-	case <-ctx.Done():
+	case <-wait.C:
 		return errUnheard
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

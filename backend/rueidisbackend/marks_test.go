@@ -248,6 +248,36 @@ func TestMarks_AConnectionThatHearsNoProbeServesNothing(t *testing.T) {
 	servesFromTable(t, s, "tok")
 }
 
+// TestMarks_AStalledServerLeavesTheTableServing: while the server stalls
+// (DEBUG SLEEP) for longer than a probe waits, a logged-in session whose
+// session and mark this process holds is still served from memory, as the
+// client-side cache serves it: a probe that the server did not take stops
+// nothing. It fails if the table stops serving when a probe times out.
+func TestMarks_AStalledServerLeavesTheTableServing(t *testing.T) {
+	const stallFor = 4 * time.Second
+	s, _, _ := newStoreWith(t, targets[1], rueidisbackend.Options{})
+	// Tracking before the first call: the mark is then never read through
+	// the client-side cache, which would serve it too.
+	waitFor(t, func() bool { _, tracking := rueidisbackend.MarkTracking(s); return tracking })
+	if _, err := s.StartSession(bg, "tok", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	servesFromTable(t, s, "tok")
+	st := startStall(t, []string{server.Addr()}, stallFor)
+	for time.Since(st.began) < stallFor*3/4 {
+		ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+		_, ok, err := s.CheckToken(ctx, "tok")
+		cancel()
+		if !ok || err != nil {
+			t.Fatalf("CheckToken %v into the stall = %v, %v; want the session from memory", time.Since(st.began).Round(time.Millisecond), ok, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if stalled := st.wait(t); stalled < stallFor*9/10 {
+		t.Fatalf("DEBUG SLEEP took %v, want about %v: the server did not stall", stalled, stallFor)
+	}
+}
+
 // TestMarks_ClosingTheClientEndsTheTracker: a Store whose client is closed
 // without the Store being closed stops its tracker.
 func TestMarks_ClosingTheClientEndsTheTracker(t *testing.T) {
