@@ -40,20 +40,23 @@ func TestMarkTable_AReadBegunBeforeAChangeIsNotStored(t *testing.T) {
 	}
 }
 
-// heardMidway is a tracking connection on which the server's invalidation
-// of a mark arrives while its GET is on its way: the reply is the value
-// from before the change.
-type heardMidway struct {
+// fakeConn is a tracking connection over c; with midway set, the
+// server's invalidation of mark 3 arrives while a read is on its way, so
+// that the reply is the value from before the change.
+type fakeConn struct {
 	rueidis.DedicatedClient
-	c  rueidis.Client
-	tb *markTable
+	c      rueidis.Client
+	tb     *markTable
+	midway bool
 }
 
-func (h heardMidway) B() rueidis.Builder { return h.c.B() }
+func (f fakeConn) B() rueidis.Builder { return f.c.B() }
 
-func (h heardMidway) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	r := h.c.Do(ctx, cmd)
-	h.tb.forgetKey(h.tb.key(3))
+func (f fakeConn) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	r := f.c.Do(ctx, cmd)
+	if f.midway {
+		f.tb.forgetKey(f.tb.key(3))
+	}
 	return r
 }
 
@@ -75,14 +78,14 @@ func TestMarkTable_AReadTheServerChangedUnderIsNotStored(t *testing.T) {
 	mr, c := miniredisServer(t)
 	tb := &markTable{prefix: "p:logoutmark:{", ttl: time.Minute}
 	mr.Set(tb.key(3), "5")
-	tb.setConn(heardMidway{c: c, tb: tb}, 1, nil)
+	tb.setConn(fakeConn{c: c, tb: tb, midway: true}, 1, nil)
 	if at, ok := tb.read(context.Background(), 3); !ok || at != 5 {
 		t.Fatalf("read = %d, %v; want 5, true", at, ok)
 	}
 	if _, ok := tb.get(3); ok {
 		t.Fatal("a mark whose change was heard during its read was stored")
 	}
-	tb.setConn(&fixedConn{heardMidway{c: c, tb: tb}}, 1, nil)
+	tb.setConn(fakeConn{c: c, tb: tb}, 1, nil)
 	if at, ok := tb.read(context.Background(), 3); !ok || at != 5 {
 		t.Fatalf("read = %d, %v; want 5, true", at, ok)
 	}
@@ -99,7 +102,7 @@ func TestMarkTable_ARefusedReadRedials(t *testing.T) {
 	tb := &markTable{prefix: "p:logoutmark:{", ttl: time.Minute}
 	mr.HSet(tb.key(3), "not", "a string") // GET answers WRONGTYPE
 	refused := make(chan struct{}, 1)
-	tb.setConn(&fixedConn{heardMidway{c: c, tb: tb}}, 1, refused)
+	tb.setConn(fakeConn{c: c, tb: tb}, 1, refused)
 	if _, ok := tb.read(context.Background(), 3); ok {
 		t.Fatal("a refused read answered")
 	}
@@ -117,13 +120,6 @@ func TestMarkTable_ARefusedReadRedials(t *testing.T) {
 		t.Fatal("a read that was answered was told as refused")
 	default:
 	}
-}
-
-// fixedConn is a tracking connection that hears nothing during a read.
-type fixedConn struct{ heardMidway }
-
-func (f *fixedConn) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	return f.c.Do(ctx, cmd)
 }
 
 // TestMarkTable_InvalidationsNameMarks: an invalidation drops the marks
