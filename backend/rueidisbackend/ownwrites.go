@@ -28,7 +28,12 @@ import (
 // record only if no newer write of ours replaced it meanwhile (gen), so a
 // slow read can never stand in for a newer write.
 type ownWrites struct {
-	n      atomic.Int64  // records held, so reads skip the lock when none
+	n atomic.Int64 // records held, so reads skip the lock when none
+	// newest is when the newest record was made, on ownClock: once it is
+	// older than forgetAfter, every record is, and reads skip the lock as
+	// well (after a burst of writes, a read-only stretch finds hundreds of
+	// thousands of stale records, swept only by the next write).
+	newest atomic.Int64
 	gen    atomic.Uint64 // numbers records
 	shards [64]ownShard
 }
@@ -106,6 +111,8 @@ func (o *ownWrites) changed(r record) { o.put(r, written{unknown: true}) }
 
 func (o *ownWrites) put(r record, w written) {
 	w.gen, w.at = o.gen.Add(1), ownClock()
+	for n := o.newest.Load(); n < int64(w.at) && !o.newest.CompareAndSwap(n, int64(w.at)); n = o.newest.Load() {
+	}
 	sh := o.shard(r)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -132,7 +139,7 @@ func (o *ownWrites) put(r record, w written) {
 // reply if err is a Redis nil) may be returned, dropping the record once
 // the cache agrees. If not, gen identifies the record to pass to seen.
 func (o *ownWrites) fresh(r record, msg rueidis.RedisMessage, err error) (ok bool, gen uint64) {
-	if o.n.Load() == 0 {
+	if o.n.Load() == 0 || ownClock()-time.Duration(o.newest.Load()) > forgetAfter {
 		return true, 0
 	}
 	sh := o.shard(r)
