@@ -230,6 +230,10 @@ func (d *fakeDriver) SetRow(_ context.Context, row string, data []byte) error {
 	return d.record("SetRow", row, data)
 }
 
+func (d *fakeDriver) SetScheduledRow(_ context.Context, row string, data []byte) (bool, error) {
+	return d.ok, d.record("SetScheduledRow", row, data)
+}
+
 func (d *fakeDriver) CountViews(_ context.Context, views []driver.ItemViews) error {
 	shown := make([]string, len(views))
 	for i, v := range views {

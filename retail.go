@@ -370,6 +370,14 @@ type Rows interface {
 	// SetRow stores data as the cached copy of row. It does not schedule the
 	// row.
 	SetRow(ctx context.Context, row string, data []byte) error
+
+	// SetScheduledRow stores data as the cached copy of row, as SetRow
+	// does, if row is still scheduled. If a ClaimDueRows has unscheduled it
+	// (see ScheduleRowCache), it stores nothing, deletes any copy and
+	// returns stored == false. RowCacher stores the rows it loaded with
+	// it, so that a row unscheduled while it was being loaded is not
+	// cached again. If it fails, the copy may have been stored.
+	SetScheduledRow(ctx context.Context, row string, data []byte) (stored bool, err error)
 }
 
 // Views ranks items by how often they were viewed (see [Views.CountView]

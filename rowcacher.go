@@ -57,9 +57,10 @@ type RowCacherOptions struct {
 // RowCacher keeps the cached copies of scheduled database rows fresh: the
 // book's cache_rows loop. It claims the rows that are due (see
 // [Rows.ScheduleRowCache] and [Rows.ClaimDueRows]), loads each one through
-// its RowLoader and stores the JSON with [Rows.SetRow]. Several RowCachers,
-// in one process or many, may run against one Store: a due row is claimed
-// by one of them per period. Each row it stores counts in the Store's
+// its RowLoader and stores the JSON with [Rows.SetScheduledRow], which
+// stores nothing if the row was unscheduled while it was loading. Several
+// RowCachers, in one process or many, may run against one Store: a due row
+// is claimed by one of them per period. Each row it stores counts in the Store's
 // [Stats] (RowsRefreshed).
 type RowCacher struct {
 	rows    Rows
@@ -147,17 +148,16 @@ func (c *RowCacher) refresh(ctx context.Context, row string) error {
 		return err
 	}
 	if c.opts.OnChange == nil {
-		return c.setRow(ctx, row, data)
+		_, err := c.setRow(ctx, row, data)
+		return err
 	}
 	old, cached, err := c.rows.Row(ctx, row)
 	if err != nil {
 		return err
 	}
-	if err := c.setRow(ctx, row, data); err != nil {
+	stored, err := c.setRow(ctx, row, data)
+	if !stored || !cached || bytes.Equal(old, data) {
 		return err
-	}
-	if !cached || bytes.Equal(old, data) {
-		return nil
 	}
 	if err := c.opts.OnChange(ctx, row); err != nil {
 		return fmt.Errorf("retail: RowCacher: OnChange: %w", err)
@@ -165,11 +165,12 @@ func (c *RowCacher) refresh(ctx context.Context, row string) error {
 	return nil
 }
 
-// setRow stores data as row's cached copy, and counts the refresh.
-func (c *RowCacher) setRow(ctx context.Context, row string, data []byte) error {
-	if err := c.rows.SetRow(ctx, row, data); err != nil {
-		return err
+// setRow stores data as row's cached copy, unless row was unscheduled
+// while it was loading, and counts the refresh.
+func (c *RowCacher) setRow(ctx context.Context, row string, data []byte) (stored bool, err error) {
+	stored, err = c.rows.SetScheduledRow(ctx, row, data)
+	if stored {
+		c.stats.rowsRefreshed.Add(1)
 	}
-	c.stats.rowsRefreshed.Add(1)
-	return nil
+	return stored, err
 }

@@ -203,10 +203,10 @@ func TestRowCacher_ReturnsErrClosed(t *testing.T) {
 	wantClosedError(t, "Run on a closed store", runToEnd(t, c), "ClaimDueRows")
 }
 
-// TestRowCacher_ReturnsErrClosedFromSetRow closes the store while a row is
-// loading: the SetRow that follows fails with ErrClosed, and Run returns
-// that error instead of logging it and going on.
-func TestRowCacher_ReturnsErrClosedFromSetRow(t *testing.T) {
+// TestRowCacher_ReturnsErrClosedFromSetScheduledRow closes the store while
+// a row is loading: the SetScheduledRow that follows fails with ErrClosed,
+// and Run returns that error instead of logging it and going on.
+func TestRowCacher_ReturnsErrClosedFromSetScheduledRow(t *testing.T) {
 	s, _ := newStore(t)
 	schedule(t, s, "row", time.Minute)
 	load := func(_ context.Context, row string) (any, error) {
@@ -214,7 +214,7 @@ func TestRowCacher_ReturnsErrClosedFromSetRow(t *testing.T) {
 		return inventoryRow{ID: row}, nil
 	}
 	c := newRowCacher(t, s, load, retail.RowCacherOptions{Poll: time.Hour})
-	wantClosedError(t, "Run with the store closed during a load", runToEnd(t, c), "SetRow")
+	wantClosedError(t, "Run with the store closed during a load", runToEnd(t, c), "SetScheduledRow")
 }
 
 func TestNewRowCacher_RejectsInvalidOptions(t *testing.T) {

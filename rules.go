@@ -243,12 +243,12 @@ func checkClaimLimit(op, arg string, limit int) error {
 	return nil
 }
 
-func checkSetRow(row string, data []byte) error {
-	if err := checkID("SetRow", "row", row); err != nil {
+func checkRow(op, row string, data []byte) error {
+	if err := checkID(op, "row", row); err != nil {
 		return err
 	}
 	if len(data) > MaxRowSize {
-		return invalid("SetRow", "data", "longer than "+strconv.Itoa(MaxRowSize)+" bytes")
+		return invalid(op, "data", "longer than "+strconv.Itoa(MaxRowSize)+" bytes")
 	}
 	return nil
 }

@@ -92,6 +92,11 @@ func invalidCalls() []invalidCall {
 			func(ctx context.Context, s retail.Store) error { _, _, err := s.Row(ctx, v); return err })
 		add("Row"+b.name, "SetRow", "row", "SetRow("+show(v)+`, "{}")`,
 			func(ctx context.Context, s retail.Store) error { return s.SetRow(ctx, v, []byte("{}")) })
+		add("Row"+b.name, "SetScheduledRow", "row", "SetScheduledRow("+show(v)+`, "{}")`,
+			func(ctx context.Context, s retail.Store) error {
+				_, err := s.SetScheduledRow(ctx, v, []byte("{}"))
+				return err
+			})
 		add("Item"+b.name, "ItemRank", "item", "ItemRank("+show(v)+")",
 			func(ctx context.Context, s retail.Store) error { _, _, err := s.ItemRank(ctx, v); return err })
 	}
@@ -277,6 +282,11 @@ func invalidCalls() []invalidCall {
 	bigRow := make([]byte, retail.MaxRowSize+1)
 	add("DataTooLarge", "SetRow", "data", fmt.Sprintf(`SetRow("row-a", <%d bytes>)`, len(bigRow)),
 		func(ctx context.Context, s retail.Store) error { return s.SetRow(ctx, "row-a", bigRow) })
+	add("DataTooLarge", "SetScheduledRow", "data", fmt.Sprintf(`SetScheduledRow("row-a", <%d bytes>)`, len(bigRow)),
+		func(ctx context.Context, s retail.Store) error {
+			_, err := s.SetScheduledRow(ctx, "row-a", bigRow)
+			return err
+		})
 	for _, c := range []struct {
 		name string
 		n    int
@@ -373,6 +383,8 @@ func TestStore_AcceptsLimits(t *testing.T) {
 	call(s.ScheduleRowCache(ctx, "r", 0))             // unschedules
 	call(s.ScheduleRowCache(ctx, "r", math.MinInt64)) // unschedules
 	call(s.SetRow(ctx, id, make([]byte, retail.MaxRowSize)))
+	_, err = s.SetScheduledRow(ctx, id, make([]byte, retail.MaxRowSize))
+	call(err)
 	_, err = s.CleanSessions(ctx, 0, 0)
 	call(err)
 	_, err = s.CleanSessions(ctx, math.MaxInt, math.MaxInt)
@@ -426,6 +438,7 @@ func TestStore_AcceptsLimits(t *testing.T) {
 		`ScheduleRowCache("r", 0s)`,
 		fmt.Sprintf(`ScheduleRowCache("r", %v)`, time.Duration(math.MinInt64)),
 		fmt.Sprintf(`SetRow(<256 bytes>, <%d bytes>)`, retail.MaxRowSize),
+		fmt.Sprintf(`SetScheduledRow(<256 bytes>, <%d bytes>)`, retail.MaxRowSize),
 		`CleanSessions(0, 0)`,
 		fmt.Sprintf(`CleanSessions(%d, %d)`, math.MaxInt, math.MaxInt),
 		`ClaimDueRows(1)`,

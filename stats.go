@@ -109,8 +109,9 @@ type Stats struct {
 	ViewFlushFailures uint64
 
 	// RowsRefreshed counts the rows RowCachers stored: rows claimed,
-	// loaded, encoded and stored with [Rows.SetRow] without error. A row
-	// whose load, encoding or storing failed is not counted.
+	// loaded, encoded and stored with [Rows.SetScheduledRow] without
+	// error. A row whose load, encoding or storing failed, or that was
+	// unscheduled while it was loading, is not counted.
 	RowsRefreshed uint64
 
 	// Rescales counts the calls of [Views.RescaleViews] that returned nil:

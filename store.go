@@ -689,7 +689,7 @@ func (s *store) Row(ctx context.Context, row string) ([]byte, bool, error) {
 
 func (s *store) SetRow(ctx context.Context, row string, data []byte) error {
 	const op = "SetRow"
-	if err := checkSetRow(row, data); err != nil {
+	if err := checkRow(op, row, data); err != nil {
 		return err
 	}
 	if err := s.begin(ctx); err != nil {
@@ -699,6 +699,21 @@ func (s *store) SetRow(ctx context.Context, row string, data []byte) error {
 		return fail(op, keyArg("row", row), err)
 	}
 	return nil
+}
+
+func (s *store) SetScheduledRow(ctx context.Context, row string, data []byte) (bool, error) {
+	const op = "SetScheduledRow"
+	if err := checkRow(op, row, data); err != nil {
+		return false, err
+	}
+	if err := s.begin(ctx); err != nil {
+		return false, fail(op, keyArg("row", row), err)
+	}
+	stored, err := s.d.SetScheduledRow(ctx, row, data)
+	if err != nil {
+		return false, fail(op, keyArg("row", row), err)
+	}
+	return stored, nil
 }
 
 func (s *store) CountView(ctx context.Context, item string) error {

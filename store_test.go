@@ -145,6 +145,10 @@ func storeCalls() []storeCall {
 		{"SetRow", `row "row-1"`, `SetRow("row-1", <2 bytes>)`, func(ctx context.Context, s retail.Store) error {
 			return s.SetRow(ctx, "row-1", []byte("{}"))
 		}},
+		{"SetScheduledRow", `row "row-1"`, `SetScheduledRow("row-1", <2 bytes>)`, func(ctx context.Context, s retail.Store) error {
+			_, err := s.SetScheduledRow(ctx, "row-1", []byte("{}"))
+			return err
+		}},
 		{"CountView", `item "item-1"`, `CountViews("item-1"×1)`, func(ctx context.Context, s retail.Store) error {
 			return s.CountView(ctx, "item-1")
 		}},

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"context"
 	"slices"
 	"strings"
 	"sync"
@@ -38,6 +39,10 @@ var rowTests = []behaviour{
 	{name: "Rows_UnscheduleLeavesOtherRows", test: testRowUnscheduleOthers},
 	{name: "Rows_ScheduleAgainAfterUnschedule", test: testRowScheduleAgain},
 	{name: "Rows_ConcurrentClaimersNeverShareARow", test: testRowConcurrentClaimers},
+	{name: "Rows_SetScheduledRowStoresAScheduledRow", test: testRowSetScheduled},
+	{name: "Rows_SetScheduledRowAfterUnscheduleStoresNothing", test: testRowSetScheduledUnscheduled},
+	{name: "Rows_SetScheduledRowBeforeTheUnschedulingClaim", test: testRowSetScheduledBeforeClaim},
+	{name: "Rows_RowCacherDoesNotCacheARowUnscheduledWhileLoading", test: testRowCacherUnscheduledWhileLoading},
 }
 
 // testBookRowCaching is the book's row-caching scenario.
@@ -345,4 +350,131 @@ func testRowConcurrentClaimers(h *harness) {
 		h.t.Errorf("rows claimed by %d concurrent claimers mismatch (-want +got: a row twice is a double claim):\n%s", claimers, diff)
 	}
 	h.wantClaim(limit)
+}
+
+// setScheduledRow calls SetScheduledRow and checks whether it stored.
+func (h *harness) setScheduledRow(row, data string, want bool) {
+	h.t.Helper()
+	stored, err := h.s.SetScheduledRow(h.ctx, row, []byte(data))
+	if err != nil || stored != want {
+		h.t.Fatalf("SetScheduledRow(%q) = %v, %v, want %v, nil", row, stored, err, want)
+	}
+}
+
+// testRowSetScheduled stores a scheduled row, claimed or not, and leaves a
+// row never scheduled without a copy, a copy SetRow stored included.
+func testRowSetScheduled(h *harness) {
+	h.schedule("row-1", time.Minute)
+	h.setScheduledRow("row-1", `{"v":1}`, true)
+	h.wantRow("row-1", `{"v":1}`)
+	h.wantClaim(10, "row-1")
+	h.setScheduledRow("row-1", `{"v":2}`, true)
+	h.wantRow("row-1", `{"v":2}`)
+
+	h.setRow("row-2", []byte(`{"v":1}`))
+	h.setScheduledRow("row-2", `{"v":2}`, false)
+	h.wantNoRow("row-2")
+	h.wantClaim(10)
+}
+
+// testRowSetScheduledUnscheduled is a RowCacher's load that ends after the
+// row was unscheduled and the claim that unscheduled it deleted its copy:
+// the load's data is not cached again.
+func testRowSetScheduledUnscheduled(h *harness) {
+	h.schedule("row-1", time.Minute)
+	h.wantClaim(10, "row-1")
+	h.setScheduledRow("row-1", `{"v":1}`, true)
+	// Another load of row-1 starts here, and while it loads:
+	h.schedule("row-1", 0)
+	h.wantClaim(10)
+	h.wantNoRow("row-1")
+	h.setScheduledRow("row-1", `{"v":2}`, false)
+	h.wantNoRow("row-1")
+	for range 2 {
+		h.clock.Advance(time.Hour)
+		h.wantClaim(10)
+		h.wantNoRow("row-1")
+	}
+}
+
+// testRowSetScheduledBeforeClaim stores a row whose unscheduling is not
+// claimed yet: it is stored, and the claim deletes it.
+func testRowSetScheduledBeforeClaim(h *harness) {
+	h.schedule("row-1", time.Minute)
+	h.wantClaim(10, "row-1")
+	h.schedule("row-1", -1)
+	h.setScheduledRow("row-1", `{"v":1}`, true)
+	h.wantClaim(10)
+	h.wantNoRow("row-1")
+}
+
+// testRowCacherUnscheduledWhileLoading runs a RowCacher whose load of a
+// row blocks until the test has unscheduled the row and claimed it away:
+// once the load returns, the row must not be cached again, and the
+// refresh must not count.
+func testRowCacherUnscheduledWhileLoading(h *harness) {
+	const row = "row-1"
+	loading, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	load := func(ctx context.Context, r string) (any, error) {
+		once.Do(func() { close(loading) })
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return map[string]string{"row": r}, nil
+	}
+	s := &storesSignalled{Store: h.s, stored: make(chan bool, 1)}
+	c, err := retail.NewRowCacher(s, load, retail.RowCacherOptions{Poll: time.Millisecond})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.schedule(row, time.Hour)
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			h.t.Errorf("RowCacher.Run = %v, want nil", err)
+		}
+	}()
+	before := h.s.Stats().RowsRefreshed
+	wait := func(what string, ch <-chan struct{}) {
+		select {
+		case <-ch:
+		case <-time.After(30 * time.Second):
+			h.t.Fatalf("the RowCacher did not %s in 30 s", what)
+		}
+	}
+	wait("load the scheduled row", loading)
+	h.schedule(row, 0)
+	h.wantClaim(10)
+	close(release)
+	select {
+	case stored := <-s.stored:
+		if stored {
+			h.t.Error("SetScheduledRow stored a row unscheduled while it loaded")
+		}
+	case <-time.After(30 * time.Second):
+		h.t.Fatal("the RowCacher did not store the row it loaded in 30 s")
+	}
+	h.wantNoRow(row)
+	if got := h.s.Stats().RowsRefreshed - before; got != 0 {
+		h.t.Errorf("RowsRefreshed went up by %d for a row unscheduled while it loaded, want 0", got)
+	}
+}
+
+// storesSignalled is a Store that tells, on stored, what each
+// SetScheduledRow answered.
+type storesSignalled struct {
+	retail.Store
+	stored chan bool
+}
+
+func (s *storesSignalled) SetScheduledRow(ctx context.Context, row string, data []byte) (bool, error) {
+	stored, err := s.Store.SetScheduledRow(ctx, row, data)
+	s.stored <- stored
+	return stored, err
 }

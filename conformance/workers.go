@@ -192,9 +192,9 @@ func (w *workerSet) ClaimDueRows(ctx context.Context, limit int) ([]string, erro
 	return w.Store.ClaimDueRows(ctx, limit)
 }
 
-func (w *workerSet) SetRow(ctx context.Context, row string, data []byte) error {
+func (w *workerSet) SetScheduledRow(ctx context.Context, row string, data []byte) (bool, error) {
 	defer w.setRows.Add(1)
-	return w.Store.SetRow(ctx, row, data)
+	return w.Store.SetScheduledRow(ctx, row, data)
 }
 
 // cleanTurns returns the turns the set's cleaner cleaned in.

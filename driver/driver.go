@@ -165,6 +165,13 @@ type Store interface {
 	// SetRow stores data as row's cached copy.
 	SetRow(ctx context.Context, row string, data []byte) error
 
+	// SetScheduledRow stores data as row's cached copy if row is
+	// scheduled (a delay of zero or less not yet claimed counts as
+	// scheduled); if a claim has unscheduled it, it stores nothing, leaves
+	// no copy and returns stored == false. A claim that unschedules the
+	// row at the same time must not leave the copy behind either.
+	SetScheduledRow(ctx context.Context, row string, data []byte) (stored bool, err error)
+
 	// CountViews adds each entry's Views, a whole number of at least 1, to
 	// the view count of its Item; the items are distinct. It is how the
 	// views of CountView, RefreshSession and UpdateToken reach the driver:

@@ -259,6 +259,14 @@ func (s *Store) SetRow(ctx context.Context, row string, data []byte) (err error)
 	return err
 }
 
+// SetScheduledRow calls the wrapped Store's SetScheduledRow in a span of its own.
+func (s *Store) SetScheduledRow(ctx context.Context, row string, data []byte) (stored bool, err error) {
+	ctx, c := s.begin(ctx, "SetScheduledRow")
+	defer func() { c.end(stored, err, recover()) }()
+	stored, err = s.Store.SetScheduledRow(ctx, row, data)
+	return stored, err
+}
+
 // CountView calls the wrapped Store's CountView in a span of its own.
 func (s *Store) CountView(ctx context.Context, item string) (err error) {
 	ctx, c := s.begin(ctx, "CountView")

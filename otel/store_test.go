@@ -167,6 +167,10 @@ func everyMethod(token string) []method {
 		{"ClaimDueRows", func(ctx context.Context, s retail.Store) error { _, err := s.ClaimDueRows(ctx, 10); return err }},
 		{"SetRow", func(ctx context.Context, s retail.Store) error { return s.SetRow(ctx, "row-1", []byte(`{}`)) }},
 		{"Row", func(ctx context.Context, s retail.Store) error { _, _, err := s.Row(ctx, "row-1"); return err }},
+		{"SetScheduledRow", func(ctx context.Context, s retail.Store) error {
+			_, err := s.SetScheduledRow(ctx, "row-1", []byte(`{}`))
+			return err
+		}},
 		{"CountView", func(ctx context.Context, s retail.Store) error { return s.CountView(ctx, "kettle") }},
 		{"FlushViews", func(ctx context.Context, s retail.Store) error { return s.FlushViews(ctx) }},
 		{"ItemRank", func(ctx context.Context, s retail.Store) error { _, _, err := s.ItemRank(ctx, "kettle"); return err }},

@@ -87,6 +87,21 @@ func (s *store) Row(ctx context.Context, row string) ([]byte, bool, error) {
 	return cloneBytes(data), true, nil
 }
 
+// SetScheduledRow implements driver.Store: the row's entry and its copy
+// are under one lock, which ClaimDueRows holds while it unschedules.
+func (s *store) SetScheduledRow(ctx context.Context, row string, data []byte) (bool, error) {
+	data = cloneBytes(data)
+	s.rowMu.Lock()
+	defer s.rowMu.Unlock()
+	e := s.rows[row]
+	if e == nil {
+		delete(s.rowData, row)
+		return false, nil
+	}
+	s.rowData[e.row] = data
+	return true, nil
+}
+
 // SetRow implements driver.Store.
 func (s *store) SetRow(ctx context.Context, row string, data []byte) error {
 	data = cloneBytes(data)

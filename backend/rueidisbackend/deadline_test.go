@@ -652,6 +652,17 @@ func stallProbes() []probe {
 			err := sub.s.SetRow(ctx, row(k), body(k))
 			return func() error { return wantRow(sub.s, row(k), body(k)) }, err
 		}},
+		{"SetScheduledRow", func(sub *subject, k string) error {
+			return sub.s.ScheduleRowCache(bg, row(k), time.Hour)
+		}, func(ctx context.Context, sub *subject, k string, _ bool) (func() error, error) {
+			stored, err := sub.s.SetScheduledRow(ctx, row(k), body(k))
+			return func() error {
+				if !stored {
+					return fmt.Errorf("SetScheduledRow of a scheduled row stored nothing")
+				}
+				return wantRow(sub.s, row(k), body(k))
+			}, err
+		}},
 		{"CountView", nil, func(ctx context.Context, sub *subject, k string, _ bool) (func() error, error) {
 			err := sub.s.CountView(ctx, itm(k))
 			return func() error { return wantRanked(sub.s, itm(k)) }, err

@@ -437,6 +437,7 @@ func TestErrors_InvalidInputSendsNothing(t *testing.T) {
 		"ClaimDueRows":     func() error { _, err := s.ClaimDueRows(bg, 0); return err },
 		"Row":              func() error { _, _, err := s.Row(bg, long); return err },
 		"SetRow":           func() error { return s.SetRow(bg, "", nil) },
+		"SetScheduledRow":  func() error { _, err := s.SetScheduledRow(bg, "", nil); return err },
 		"ItemRank":         func() error { _, _, err := s.ItemRank(bg, ""); return err },
 		"TopItems":         func() error { _, err := s.TopItems(bg, -1); return err },
 		"RescaleViews":     func() error { return s.RescaleViews(bg, 1, 2) },

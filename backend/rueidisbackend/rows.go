@@ -96,6 +96,29 @@ func (s *store) Row(ctx context.Context, row string) ([]byte, bool, error) {
 	return []byte(data), true, nil
 }
 
+// SetScheduledRow implements driver.Store: SET, then ZSCORE of the row's
+// delay, then DEL if the row has none. The row's copy and its schedule are
+// on different slots, so no one script sees both; the order does the work.
+// A claim that unschedules the row removes its delay and then deletes its
+// copy: if the ZSCORE, which follows the SET, still finds the delay, that
+// claim's DEL comes after the SET and deletes it; if not, the DEL here
+// does.
+func (s *store) SetScheduledRow(ctx context.Context, row string, data []byte) (bool, error) {
+	if err := s.SetRow(ctx, row, data); err != nil {
+		return false, err
+	}
+	err := s.c.Do(ctx, s.c.B().Zscore().Key(s.k.delay()).Member(row).Build()).Error()
+	if !rueidis.IsRedisNil(err) {
+		return err == nil, err
+	}
+	k := s.k.row(row)
+	if err := s.c.Do(ctx, s.c.B().Del().Key(k).Build()).Error(); err != nil {
+		return false, err
+	}
+	s.own.deleted(recordOf(k))
+	return false, nil
+}
+
 // SetRow implements driver.Store.
 func (s *store) SetRow(ctx context.Context, row string, data []byte) error {
 	k := s.k.row(row)

@@ -183,7 +183,8 @@ func refreshRows(ctx context.Context, store retail.Store, load retail.RowLoader)
 		if err != nil {
 			return err
 		}
-		if err := store.SetRow(ctx, row, data); err != nil {
+		// Stores nothing if the row was unscheduled while it loaded.
+		if _, err := store.SetScheduledRow(ctx, row, data); err != nil {
 			return err
 		}
 	}
