@@ -8,6 +8,7 @@ package retailhttp
 import (
 	"bufio"
 	"bytes"
+	"iter"
 	"maps"
 	"net"
 	"net/http"
@@ -241,9 +242,8 @@ func cacheableHeader(h http.Header) bool {
 			}
 		case "Cache-Control":
 			for _, v := range vs {
-				for d := range strings.SplitSeq(v, ",") {
-					name, _, _ := strings.Cut(strings.TrimSpace(d), "=")
-					switch strings.ToLower(strings.TrimSpace(name)) {
+				for name := range directives(v) {
+					switch name {
 					case "private", "no-store", "no-cache":
 						return false
 					}
@@ -337,17 +337,29 @@ func setsCookie(h http.Header) bool {
 // private returns the Cache-Control cc for a response that only its
 // visitor may keep: public made private, or private added.
 func private(cc string) string {
-	var out []string
-	for d := range strings.SplitSeq(cc, ",") {
-		d = strings.TrimSpace(d)
-		name, _, _ := strings.Cut(d, "=")
-		switch strings.ToLower(strings.TrimSpace(name)) {
+	out := []string{"private"}
+	for name, d := range directives(cc) {
+		switch name {
 		case "", "public", "private":
 			continue
 		}
 		out = append(out, d)
 	}
-	return strings.Join(append([]string{"private"}, out...), ", ")
+	return strings.Join(out, ", ")
+}
+
+// directives yields the directives of the Cache-Control value cc: each
+// one's name in lower case, and the directive as written, trimmed.
+func directives(cc string) iter.Seq2[string, string] {
+	return func(yield func(name, directive string) bool) {
+		for d := range strings.SplitSeq(cc, ",") {
+			d = strings.TrimSpace(d)
+			name, _, _ := strings.Cut(d, "=")
+			if !yield(strings.ToLower(strings.TrimSpace(name)), d) {
+				return
+			}
+		}
+	}
 }
 
 // wholeSeconds returns d in whole seconds, rounded down, and 0 if d is
