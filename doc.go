@@ -135,8 +135,10 @@
 // Stores, [PageCache] and the workers are safe for concurrent use. Each
 // Store call is atomic on its own, except where a backend says it runs in
 // steps (on Redis, RenewSession copies the session before it deletes the
-// old one, and in a cluster calls that touch several slots write them one
-// after the other): a session is never half cleaned, a due row is claimed
+// old one, ClaimDueRows deletes the copies of the rows it unscheduled
+// after claiming, SetScheduledRow reads the schedule after storing, and in
+// a cluster calls that touch several slots write them one after the
+// other): a session is never half cleaned, a due row is claimed
 // by one caller only, and a session refreshed while a cleaning pass runs
 // is never removed by that pass. Calls are not atomic with each other;
 // UpdateToken's view count and session update, for example, may be seen

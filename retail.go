@@ -358,9 +358,11 @@ type Rows interface {
 	// by the Store's clock, most overdue first, and reschedules each one at
 	// now + its delay, so that concurrent claimers never claim the same due
 	// row twice in one period. Due rows whose delay is zero or less are
-	// unscheduled and their cached copies deleted in the same step; they
+	// unscheduled and their cached copies deleted before it returns; they
 	// are not returned. The caller is expected to load each returned row
-	// and store it with SetRow.
+	// and store it with SetScheduledRow. A claim that fails may have
+	// unscheduled rows without deleting their copies; a later one deletes
+	// them.
 	ClaimDueRows(ctx context.Context, limit int) (rows []string, err error)
 
 	// Row returns the cached JSON of row. If there is none it returns
@@ -372,11 +374,15 @@ type Rows interface {
 	SetRow(ctx context.Context, row string, data []byte) error
 
 	// SetScheduledRow stores data as the cached copy of row, as SetRow
-	// does, if row is still scheduled. If a ClaimDueRows has unscheduled it
-	// (see ScheduleRowCache), it stores nothing, deletes any copy and
-	// returns stored == false. RowCacher stores the rows it loaded with
-	// it, so that a row unscheduled while it was being loaded is not
-	// cached again. If it fails, the copy may have been stored.
+	// does, if row is scheduled: a row unscheduled with ScheduleRowCache
+	// counts as scheduled until a ClaimDueRows has unscheduled it. If it is
+	// not (never scheduled, or unscheduled by a claim), it stores nothing,
+	// deletes any copy, SetRow's included, and returns stored == false.
+	// RowCacher stores the rows it loaded with it, so that a row
+	// unscheduled while it was being loaded is not cached again. A call
+	// that fails may have stored the copy; backends then delete it (Redis:
+	// after the call, if the server answers within a second), and the row
+	// misses until its next refresh.
 	SetScheduledRow(ctx context.Context, row string, data []byte) (stored bool, err error)
 }
 

@@ -99,10 +99,12 @@ func NewRowCacher(s Store, load RowLoader, opts RowCacherOptions) (*RowCacher, e
 // is closed it returns, without waiting out Poll, the Store's error, which
 // matches [ErrClosed].
 //
-// A row whose load, encoding or storing fails is logged and skipped: it
-// stays scheduled, since claiming it already set its next refresh, so it
-// is tried again one delay later, and its previous cached copy, if any, is
-// kept until then. A failed claim is logged and retried after Poll.
+// A row whose load or encoding fails is logged and skipped: it stays
+// scheduled, since claiming it already set its next refresh, so it is
+// tried again one delay later, and its previous cached copy, if any, is
+// kept until then. A row whose storing fails is logged and skipped too,
+// and may miss until then. A failed claim is logged and retried after
+// Poll.
 func (c *RowCacher) Run(ctx context.Context) error {
 	const worker = "RowCacher"
 	o := c.opts

@@ -42,6 +42,7 @@ var rowTests = []behaviour{
 	{name: "Rows_SetScheduledRowStoresAScheduledRow", test: testRowSetScheduled},
 	{name: "Rows_SetScheduledRowAfterUnscheduleStoresNothing", test: testRowSetScheduledUnscheduled},
 	{name: "Rows_SetScheduledRowBeforeTheUnschedulingClaim", test: testRowSetScheduledBeforeClaim},
+	{name: "Rows_SetScheduledRowAfterScheduleAgain", test: testRowSetScheduledAgain},
 	{name: "Rows_RowCacherDoesNotCacheARowUnscheduledWhileLoading", test: testRowCacherUnscheduledWhileLoading},
 }
 
@@ -408,6 +409,19 @@ func testRowSetScheduledBeforeClaim(h *harness) {
 	h.wantNoRow("row-1")
 }
 
+// testRowSetScheduledAgain stores a row scheduled again after a claim
+// unscheduled it.
+func testRowSetScheduledAgain(h *harness) {
+	h.schedule("row-1", time.Minute)
+	h.wantClaim(10, "row-1")
+	h.schedule("row-1", 0)
+	h.wantClaim(10)
+	h.schedule("row-1", time.Minute)
+	h.setScheduledRow("row-1", `{"v":1}`, true)
+	h.wantClaim(10, "row-1")
+	h.wantRow("row-1", `{"v":1}`)
+}
+
 // testRowCacherUnscheduledWhileLoading runs a RowCacher whose load of a
 // row blocks until the test has unscheduled the row and claimed it away:
 // once the load returns, the row must not be cached again, and the
@@ -425,7 +439,7 @@ func testRowCacherUnscheduledWhileLoading(h *harness) {
 		}
 		return map[string]string{"row": r}, nil
 	}
-	s := &storesSignalled{Store: h.s, stored: make(chan bool, 1)}
+	s := &storesSignalled{Store: h.s, stored: make(chan bool, 1), setRow: make(chan struct{}, 1)}
 	c, err := retail.NewRowCacher(s, load, retail.RowCacherOptions{Poll: time.Millisecond})
 	if err != nil {
 		h.t.Fatal(err)
@@ -457,6 +471,8 @@ func testRowCacherUnscheduledWhileLoading(h *harness) {
 		if stored {
 			h.t.Error("SetScheduledRow stored a row unscheduled while it loaded")
 		}
+	case <-s.setRow:
+		h.t.Error("the RowCacher stored the row it loaded with SetRow, which ignores the schedule")
 	case <-time.After(30 * time.Second):
 		h.t.Fatal("the RowCacher did not store the row it loaded in 30 s")
 	}
@@ -466,15 +482,28 @@ func testRowCacherUnscheduledWhileLoading(h *harness) {
 	}
 }
 
-// storesSignalled is a Store that tells, on stored, what each
-// SetScheduledRow answered.
+// storesSignalled is a Store that tells, on stored, what a
+// SetScheduledRow answered, and on setRow that a SetRow returned.
 type storesSignalled struct {
 	retail.Store
 	stored chan bool
+	setRow chan struct{}
 }
 
 func (s *storesSignalled) SetScheduledRow(ctx context.Context, row string, data []byte) (bool, error) {
 	stored, err := s.Store.SetScheduledRow(ctx, row, data)
-	s.stored <- stored
+	select {
+	case s.stored <- stored:
+	case <-ctx.Done():
+	}
 	return stored, err
+}
+
+func (s *storesSignalled) SetRow(ctx context.Context, row string, data []byte) error {
+	err := s.Store.SetRow(ctx, row, data)
+	select {
+	case s.setRow <- struct{}{}:
+	case <-ctx.Done():
+	}
+	return err
 }

@@ -156,7 +156,8 @@ type Store interface {
 	// zero or less unschedules it at the next claim.
 	ScheduleRowCache(ctx context.Context, row string, delay time.Duration) error
 
-	// ClaimDueRows claims up to limit due rows (1 <= limit).
+	// ClaimDueRows claims up to limit due rows (1 <= limit). The copies of
+	// the rows it unschedules must go, by a later claim if this one fails.
 	ClaimDueRows(ctx context.Context, limit int) (rows []string, err error)
 
 	// Row returns row's cached data, or ok == false if there is none.
@@ -169,7 +170,8 @@ type Store interface {
 	// scheduled (a delay of zero or less not yet claimed counts as
 	// scheduled); if a claim has unscheduled it, it stores nothing, leaves
 	// no copy and returns stored == false. A claim that unschedules the
-	// row at the same time must not leave the copy behind either.
+	// row at the same time must not leave the copy behind either, nor may
+	// a call that fails once it may have stored the copy.
 	SetScheduledRow(ctx context.Context, row string, data []byte) (stored bool, err error)
 
 	// CountViews adds each entry's Views, a whole number of at least 1, to

@@ -33,6 +33,7 @@
 //	cache:H (string)         retail:page:KEY (string)        the page cache's key instead of a hash; the value starts with its expiry
 //	inv:ID (string)          retail:row:ID (string)          same
 //	schedule:, delay: (zset) retail:{rows}:schedule, :delay  one slot, so one script claims due rows
+//	                         retail:{rows}:dropped (set)     rows unscheduled whose copies a claim did not delete yet
 //	                         retail:itempages:{I} (set)      the keys of item I's pages, for PurgeItemPages
 //	                         retail:claim:{NAME} (string)    the latest turn of a worker's work, "TURN OWNER", so that processes take turns
 //
@@ -80,9 +81,10 @@
 // lifetime, plus the slack, plus at most TouchEvery; a user's index a
 // lifetime plus the slack after its newest entry. Cached rows, which end
 // when they are unscheduled, and the shared sets (the session index, the
-// view counts, the row schedule) have none. With a clock slower than
-// real time, such as retail.ManualClock, keys can go before their entry
-// ends only if it is held for its life plus TTLSlack of real time.
+// view counts, the row schedule, {rows}:dropped) have none. With a clock
+// slower than real time, such as retail.ManualClock, keys can go before
+// their entry ends only if it is held for its life plus TTLSlack of real
+// time.
 //
 // # Client-side caching and read-your-writes
 //
@@ -148,7 +150,12 @@
 // RepairSessions or its next UpdateToken indexes it; its TTL frees it
 // otherwise), an index entry without a session (cleaned or repaired after
 // a minute), some of a user's sessions ended by LogoutUser and not others
-// (call it again; the sessions are absent anyway, see below).
+// (call it again; the sessions are absent anyway, see below). On a single
+// server too, ClaimDueRows deletes the copies of the rows it unscheduled
+// after its script (a claim that stops between them leaves the rows in
+// {rows}:dropped, and the next claim deletes them), and SetScheduledRow
+// writes the copy and then reads the schedule (one that stops between them
+// deletes the copy in the background, within a second).
 //
 // # Failover
 //

@@ -46,9 +46,15 @@ func (k keys) viewed() string { return k.viewedKey }
 func (k keys) page(key string) string { return k.prefix + "page:" + key }
 func (k keys) row(row string) string  { return k.prefix + "row:" + row }
 
-// schedule and delay share the {rows} slot so one script claims due rows.
+// schedule, delay and dropped share the {rows} slot so one script claims
+// due rows. dropped is the set of the rows unscheduled whose copies may
+// not be deleted yet.
 func (k keys) schedule() string { return k.prefix + "{rows}:schedule" }
 func (k keys) delay() string    { return k.prefix + "{rows}:delay" }
+func (k keys) dropped() string  { return k.prefix + "{rows}:dropped" }
+
+// rowKeys are the keys of the row scripts.
+func (k keys) rowKeys() []string { return []string{k.schedule(), k.delay(), k.dropped()} }
 
 // itemPages is the set of the page keys (as given to SetItemPage, without
 // the prefix) stored as item's pages, on a slot of its own. Its members

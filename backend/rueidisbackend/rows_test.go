@@ -1,0 +1,219 @@
+package rueidisbackend_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/backend/rueidisbackend"
+)
+
+// The row calls of several steps (see SetScheduledRow and ClaimDueRows in
+// rows.go), with something else happening between the steps: another
+// process unscheduling the row, a caller giving up, a failed delete. Each
+// test ends with what the book promises: an unscheduled row has no copy.
+
+// TestRows_AClaimBetweenTheStepsOfSetScheduledRowLeavesNoCopy unschedules
+// and claims a row from another Store right after SetScheduledRow's SET,
+// and right after its read of the schedule.
+func TestRows_AClaimBetweenTheStepsOfSetScheduledRowLeavesNoCopy(t *testing.T) {
+	for _, tg := range targets {
+		for _, step := range []string{"SET", "ZSCORE"} {
+			t.Run(tg.name+"/after"+step, func(t *testing.T) {
+				r := newRowsRig(t, tg)
+				r.schedule(time.Hour)
+				r.wantClaim(r.row)
+				r.c.after(step, func() {
+					r.scheduleFrom(r.other, 0)
+					if _, err := r.other.ClaimDueRows(bg, 10); err != nil {
+						t.Error(err)
+					}
+				})
+				if _, err := r.s.SetScheduledRow(bg, r.row, []byte(`{"v":1}`)); err != nil {
+					t.Fatalf("SetScheduledRow = %v", err)
+				}
+				if !r.c.ran() {
+					t.Fatalf("no %s was sent", step)
+				}
+				r.wantNoCopy()
+			})
+		}
+	}
+}
+
+// TestRows_ASetScheduledRowThatFailsAfterItsSetLeavesNoCopy gives up on a
+// SetScheduledRow of a row already unscheduled once its SET is answered:
+// the copy it stored must still go.
+func TestRows_ASetScheduledRowThatFailsAfterItsSetLeavesNoCopy(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			r := newRowsRig(t, tg)
+			r.schedule(time.Hour)
+			r.wantClaim(r.row)
+			r.schedule(0)
+			r.wantClaim()
+			ctx, cancel := context.WithCancel(bg)
+			r.c.after("SET", cancel)
+			if _, err := r.s.SetScheduledRow(ctx, r.row, []byte(`{"v":1}`)); !errors.Is(err, context.Canceled) {
+				t.Fatalf("SetScheduledRow with its context cancelled after the SET = %v, want context.Canceled", err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for r.copied() && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			r.wantNoCopy()
+		})
+	}
+}
+
+// TestRows_AClaimWhoseDeleteFailedLeavesTheCopyToTheNext fails the delete
+// of an unscheduled row's copy: the claim reports it, and the next claim
+// deletes the copy.
+func TestRows_AClaimWhoseDeleteFailedLeavesTheCopyToTheNext(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			r := newRowsRig(t, tg)
+			r.schedule(time.Hour)
+			r.wantClaim(r.row)
+			if stored, err := r.s.SetScheduledRow(bg, r.row, []byte(`{"v":1}`)); !stored || err != nil {
+				t.Fatalf("SetScheduledRow of a scheduled row = %v, %v, want true, nil", stored, err)
+			}
+			r.schedule(0)
+			r.c.failDel(r.key)
+			if _, err := r.s.ClaimDueRows(bg, 10); !errors.Is(err, errInjected) {
+				t.Fatalf("ClaimDueRows with its delete failing = %v, want the injected error", err)
+			}
+			if !r.copied() {
+				t.Fatal("the copy went though its delete failed")
+			}
+			r.wantClaim()
+			r.wantNoCopy()
+		})
+	}
+}
+
+// rowsRig is a Store on a client that can step in between commands,
+// another Store on the same keys, and a row.
+type rowsRig struct {
+	t        *testing.T
+	c        *steppingClient
+	raw      rueidis.Client
+	s, other *rueidisbackend.Store
+	row, key string
+}
+
+func newRowsRig(t *testing.T, tg target) *rowsRig {
+	raw, prefix := tg.client(t, rueidis.ClientOption{})
+	c := &steppingClient{Client: raw}
+	return &rowsRig{
+		t: t, c: c, raw: raw,
+		s:     mustNew(t, c, rueidisbackend.Options{Prefix: prefix}),
+		other: mustNew(t, raw, rueidisbackend.Options{Prefix: prefix}),
+		row:   "row-1", key: prefix + "row:row-1",
+	}
+}
+
+func (r *rowsRig) schedule(delay time.Duration) { r.t.Helper(); r.scheduleFrom(r.s, delay) }
+
+func (r *rowsRig) scheduleFrom(s retail.Store, delay time.Duration) {
+	r.t.Helper()
+	if err := s.ScheduleRowCache(bg, r.row, delay); err != nil {
+		r.t.Fatalf("ScheduleRowCache(%v) = %v", delay, err)
+	}
+}
+
+func (r *rowsRig) wantClaim(want ...string) {
+	r.t.Helper()
+	got, err := r.s.ClaimDueRows(bg, 10)
+	if err != nil || !slices.Equal(got, want) {
+		r.t.Fatalf("ClaimDueRows = %q, %v, want %q, nil", got, err, want)
+	}
+}
+
+// copied reports whether the server holds a copy of the row.
+func (r *rowsRig) copied() bool {
+	r.t.Helper()
+	err := r.raw.Do(bg, r.raw.B().Get().Key(r.key).Build()).Error()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		r.t.Fatal(err)
+	}
+	return err == nil
+}
+
+func (r *rowsRig) wantNoCopy() {
+	r.t.Helper()
+	if r.copied() {
+		r.t.Fatal("the server holds a copy of the unscheduled row")
+	}
+}
+
+var errInjected = errors.New("injected failure")
+
+// steppingClient runs a hook once, after the first command it names has
+// been answered, and answers a DEL of a key it names with errInjected,
+// once, instead of sending it.
+type steppingClient struct {
+	rueidis.Client
+	mu     sync.Mutex
+	name   string
+	hook   func()
+	hooked bool
+	del    string
+}
+
+func (c *steppingClient) after(name string, hook func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.name, c.hook, c.hooked = name, hook, false
+}
+
+func (c *steppingClient) ran() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hooked
+}
+
+func (c *steppingClient) failDel(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.del = key
+}
+
+func (c *steppingClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	args := cmd.Commands() // rueidis reuses them once cmd is sent
+	name := args[0]
+	c.mu.Lock()
+	fail := c.del != "" && len(args) == 2 && args[0] == "DEL" && args[1] == c.del
+	if fail {
+		c.del = ""
+	}
+	c.mu.Unlock()
+	if fail {
+		return rueidis.NewResult(rueidis.RedisMessage{}, errInjected)
+	}
+	res := c.Client.Do(ctx, cmd)
+	c.mu.Lock()
+	var hook func()
+	if !c.hooked && c.hook != nil && name == c.name {
+		hook, c.hooked = c.hook, true
+	}
+	c.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return res
+}
+
+// DoMulti sends each command on its own, so that Do sees them.
+func (c *steppingClient) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	out := make([]rueidis.RedisResult, len(cmds))
+	for i, cmd := range cmds {
+		out[i] = c.Do(ctx, cmd)
+	}
+	return out
+}
