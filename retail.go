@@ -357,12 +357,12 @@ type Rows interface {
 	// ClaimDueRows atomically claims at most limit rows whose refresh is due
 	// by the Store's clock, most overdue first, and reschedules each one at
 	// now + its delay, so that concurrent claimers never claim the same due
-	// row twice in one period. Due rows whose delay is zero or less are
-	// unscheduled and their cached copies deleted before it returns; they
-	// are not returned. The caller is expected to load each returned row
-	// and store it with SetScheduledRow. A claim that fails may have
-	// unscheduled rows without deleting their copies; a later one deletes
-	// them.
+	// row twice in one period. Due rows whose delay is zero or less, all
+	// of them whatever the limit, are unscheduled and their cached copies
+	// deleted before it returns; they are not returned. A copy that cannot
+	// be deleted then (Redis: its node is down) is deleted by a later
+	// claim. The caller is expected to load each returned row and store it
+	// with SetScheduledRow.
 	ClaimDueRows(ctx context.Context, limit int) (rows []string, err error)
 
 	// Row returns the cached JSON of row. If there is none it returns

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,6 +44,7 @@ var rowTests = []behaviour{
 	{name: "Rows_SetScheduledRowAfterUnscheduleStoresNothing", test: testRowSetScheduledUnscheduled},
 	{name: "Rows_SetScheduledRowBeforeTheUnschedulingClaim", test: testRowSetScheduledBeforeClaim},
 	{name: "Rows_SetScheduledRowAfterScheduleAgain", test: testRowSetScheduledAgain},
+	{name: "Rows_ClaimDeletesEveryCopyItUnschedulesWhateverTheLimit", test: testRowUnscheduleManyLimitOne},
 	{name: "Rows_RowCacherDoesNotCacheARowUnscheduledWhileLoading", test: testRowCacherUnscheduledWhileLoading},
 }
 
@@ -420,6 +422,26 @@ func testRowSetScheduledAgain(h *harness) {
 	h.setScheduledRow("row-1", `{"v":1}`, true)
 	h.wantClaim(10, "row-1")
 	h.wantRow("row-1", `{"v":1}`)
+}
+
+// testRowUnscheduleManyLimitOne unschedules five rows with copies and
+// claims with a limit of one: every copy goes in that claim.
+func testRowUnscheduleManyLimitOne(h *harness) {
+	for i := range 5 {
+		row := "row-" + strconv.Itoa(i)
+		h.schedule(row, time.Hour)
+		h.setRow(row, []byte(`{}`))
+	}
+	for range 5 {
+		h.claim(1)
+	}
+	for i := range 5 {
+		h.schedule("row-"+strconv.Itoa(i), 0)
+	}
+	h.wantClaim(1)
+	for i := range 5 {
+		h.wantNoRow("row-" + strconv.Itoa(i))
+	}
 }
 
 // testRowCacherUnscheduledWhileLoading runs a RowCacher whose load of a

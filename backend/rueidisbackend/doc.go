@@ -33,7 +33,7 @@
 //	cache:H (string)         retail:page:KEY (string)        the page cache's key instead of a hash; the value starts with its expiry
 //	inv:ID (string)          retail:row:ID (string)          same
 //	schedule:, delay: (zset) retail:{rows}:schedule, :delay  one slot, so one script claims due rows
-//	                         retail:{rows}:dropped (set)     rows unscheduled whose copies a claim did not delete yet
+//	                         retail:{rows}:dropped (hash)    rows unscheduled whose copies a claim did not delete yet, each with that claim's ID
 //	                         retail:itempages:{I} (set)      the keys of item I's pages, for PurgeItemPages
 //	                         retail:claim:{NAME} (string)    the latest turn of a worker's work, "TURN OWNER", so that processes take turns
 //
@@ -152,10 +152,12 @@
 // a minute), some of a user's sessions ended by LogoutUser and not others
 // (call it again; the sessions are absent anyway, see below). On a single
 // server too, ClaimDueRows deletes the copies of the rows it unscheduled
-// after its script (a claim that stops between them leaves the rows in
-// {rows}:dropped, and the next claim deletes them), and SetScheduledRow
-// writes the copy and then reads the schedule (one that stops between them
-// deletes the copy in the background, within a second).
+// after its script (copies it cannot delete stay named in {rows}:dropped,
+// and later claims delete them, up to their limit each), and
+// SetScheduledRow writes the copy and then reads the schedule (one that
+// stops between them deletes the copy in the background, within a second
+// and before Close returns; that delete may take a copy a later call
+// stored, which then misses until its next refresh).
 //
 // # Failover
 //

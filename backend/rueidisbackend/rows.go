@@ -3,6 +3,8 @@ package rueidisbackend
 import (
 	"cmp"
 	"context"
+	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -17,7 +19,7 @@ import (
 var scheduleRow = newScript(`
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
 redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
-redis.call('SREM', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1])
 return 1
 `)
 
@@ -29,16 +31,17 @@ func (s *store) ScheduleRowCache(ctx context.Context, row string, delay time.Dur
 
 // claimRows claims up to ARGV[2] due rows, most overdue first, rescheduling
 // each at now + its delay; due rows with no positive delay are unscheduled
-// instead and added to dropped, the rows whose copies are to be deleted.
-// It returns the claimed rows and up to ARGV[2] of dropped: a claim that
-// failed to delete some copies leaves them there, and a later claim
-// deletes them.
+// instead and put in dropped, the hash of the rows whose copies are to be
+// deleted, each with the claim (ARGV[3]) that put it there. It returns the
+// claimed rows, and the rows it unscheduled and up to ARGV[2] more that
+// earlier claims left in dropped, each followed by its claim: a claim
+// whose deletes failed leaves its rows to later ones.
 //
-// KEYS: schedule, delay, dropped. ARGV: now ms, limit. Returns {claimed,
-// dropped}.
+// KEYS: schedule, delay, dropped. ARGV: now ms, limit, this claim's ID.
+// Returns {claimed, {row, claim, ...}}.
 var claimRows = newScript(`
-local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
-local claimed = {}
+local now, limit, claim = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local claimed, dropped, mine = {}, {}, {}
 while #claimed < limit do
   local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, limit - #claimed)
   if #due == 0 then break end
@@ -47,24 +50,44 @@ while #claimed < limit do
     if d <= 0 then
       redis.call('ZREM', KEYS[1], row)
       redis.call('ZREM', KEYS[2], row)
-      redis.call('SADD', KEYS[3], row)
+      redis.call('HSET', KEYS[3], row, claim)
+      dropped[#dropped + 1], dropped[#dropped + 2], mine[row] = row, claim, true
     else
       redis.call('ZADD', KEYS[1], string.format('%.17g', now + d), row)
       claimed[#claimed + 1] = row
     end
   end
 end
-return {claimed, redis.call('SRANDMEMBER', KEYS[3], limit)}
+local older = redis.call('HRANDFIELD', KEYS[3], limit, 'WITHVALUES')
+for i = 1, #older, 2 do
+  if not mine[older[i]] then
+    dropped[#dropped + 1], dropped[#dropped + 2] = older[i], older[i + 1]
+  end
+end
+return {claimed, dropped}
+`)
+
+// clearDropped takes rows out of dropped whose copies were deleted, each
+// only if the claim that put it there is still the one given: a row that a
+// later claim unscheduled again stays for that claim's delete.
+//
+// KEYS: dropped. ARGV: row, claim, ...
+var clearDropped = newScript(`
+for i = 1, #ARGV, 2 do
+  if redis.call('HGET', KEYS[1], ARGV[i]) == ARGV[i + 1] then redis.call('HDEL', KEYS[1], ARGV[i]) end
+end
+return 1
 `)
 
 // ClaimDueRows implements driver.Store. The claim is one script on the
 // {rows} slot; the cached copies of the rows unscheduled live on other
 // slots and are deleted right after, before ClaimDueRows returns, and then
-// taken out of dropped. If a delete fails, ClaimDueRows returns its error
-// and a later claim deletes the copy.
+// taken out of dropped. A delete that fails leaves its row in dropped for
+// a later claim: it is not this call's error, whose claimed rows are
+// already rescheduled and would otherwise miss their refresh.
 func (s *store) ClaimDueRows(ctx context.Context, limit int) ([]string, error) {
 	res, err := s.do(ctx, s.scriptCall(claimRows, s.k.rowKeys(),
-		[]string{itoa(int(s.nowMs())), itoa(limit)}))[0].ToArray()
+		[]string{itoa(int(s.nowMs())), itoa(limit), claimID()}))[0].ToArray()
 	if err != nil {
 		return nil, err
 	}
@@ -76,36 +99,43 @@ func (s *store) ClaimDueRows(ctx context.Context, limit int) ([]string, error) {
 		return nil, err
 	}
 	dropped, err := res[1].AsStrSlice()
-	if err != nil {
-		return nil, err
+	if err != nil || len(dropped)%2 != 0 {
+		return nil, cmp.Or(err, errShortReply)
 	}
 	if len(dropped) > 0 {
-		calls := make([]call, len(dropped))
-		for i, row := range dropped {
-			calls[i] = call{cmd: s.c.B().Del().Key(s.k.row(row)).Build()}
-		}
-		var failed error
-		for i, r := range s.do(ctx, calls...) {
-			rec := recordOf(s.k.row(dropped[i]))
-			if err := r.Error(); err != nil {
-				s.own.changed(rec)
-				failed = cmp.Or(failed, err)
-			} else {
-				s.own.deleted(rec)
-			}
-		}
-		if failed != nil {
-			return nil, failed
-		}
-		if err := s.c.Do(ctx, s.c.B().Srem().Key(s.k.dropped()).Member(dropped...).Build()).Error(); err != nil {
-			return nil, err
-		}
+		s.deleteDropped(ctx, dropped)
 	}
 	if len(claimed) == 0 {
 		return nil, nil
 	}
 	return claimed, nil
 }
+
+// deleteDropped deletes the copies of the rows in dropped (row, claim,
+// ...), and takes the ones deleted out of the dropped hash.
+func (s *store) deleteDropped(ctx context.Context, dropped []string) {
+	calls := make([]call, 0, len(dropped)/2)
+	for i := 0; i < len(dropped); i += 2 {
+		calls = append(calls, call{cmd: s.c.B().Del().Key(s.k.row(dropped[i])).Build()})
+	}
+	var cleared []string
+	for i, r := range s.do(ctx, calls...) {
+		row := dropped[2*i]
+		rec := recordOf(s.k.row(row))
+		if r.Error() != nil {
+			s.own.changed(rec)
+			continue
+		}
+		s.own.deleted(rec)
+		cleared = append(cleared, row, dropped[2*i+1])
+	}
+	if len(cleared) > 0 {
+		s.do(ctx, s.scriptCall(clearDropped, []string{s.k.dropped()}, cleared)) // if it fails, the deletes are repeated
+	}
+}
+
+// claimID returns an ID for a claim of due rows, unique among claims.
+func claimID() string { return strconv.FormatUint(rand.Uint64(), 36) }
 
 // Row implements driver.Store, reading through the client-side cache.
 func (s *store) Row(ctx context.Context, row string) ([]byte, bool, error) {
@@ -122,12 +152,15 @@ func (s *store) Row(ctx context.Context, row string) ([]byte, bool, error) {
 // A claim that unschedules the row removes its delay and then deletes its
 // copy: if the ZSCORE, which follows the SET, still finds the delay, that
 // claim's DEL comes after the SET and deletes it; if not, the DEL here
-// does. If a step fails once the SET was sent, the copy may be of a row
-// unscheduled meanwhile, and nothing would delete it: it is deleted after
-// the call returns (a row still scheduled then misses until its next
-// refresh).
+// does. If a step fails once the SET may have been applied, the copy may
+// be of a row unscheduled meanwhile, and nothing would delete it: it is
+// deleted after the call returns, within a second and before Close
+// returns (a row still scheduled then misses until its next refresh).
 func (s *store) SetScheduledRow(ctx context.Context, row string, data []byte) (bool, error) {
 	err := s.SetRow(ctx, row, data)
+	if _, refused := rueidis.IsRedisErr(err); refused {
+		return false, err // the server did not apply it
+	}
 	if err == nil {
 		err = s.c.Do(ctx, s.c.B().Zscore().Key(s.k.delay()).Member(row).Build()).Error()
 		if err == nil {
@@ -142,7 +175,7 @@ func (s *store) SetScheduledRow(ctx context.Context, row string, data []byte) (b
 		}
 	}
 	s.own.changed(recordOf(k))
-	go s.deleteRow(k)
+	s.cleanups.run(func() { s.deleteRow(k) })
 	return false, err
 }
 

@@ -3,6 +3,7 @@ package rueidisbackend_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -34,13 +35,17 @@ func TestRows_AClaimBetweenTheStepsOfSetScheduledRowLeavesNoCopy(t *testing.T) {
 						t.Error(err)
 					}
 				})
-				if _, err := r.s.SetScheduledRow(bg, r.row, []byte(`{"v":1}`)); err != nil {
-					t.Fatalf("SetScheduledRow = %v", err)
+				// Unscheduled before its read of the schedule, the row is
+				// not stored; after it, it was, and the claim deletes it.
+				stored, err := r.s.SetScheduledRow(bg, r.row, []byte(`{"v":1}`))
+				if err != nil || stored != (step == "ZSCORE") {
+					t.Fatalf("SetScheduledRow = %v, %v, want %v, nil", stored, err, step == "ZSCORE")
 				}
 				if !r.c.ran() {
 					t.Fatalf("no %s was sent", step)
 				}
 				r.wantNoCopy()
+				r.wantNoRow()
 			})
 		}
 	}
@@ -48,51 +53,134 @@ func TestRows_AClaimBetweenTheStepsOfSetScheduledRowLeavesNoCopy(t *testing.T) {
 
 // TestRows_ASetScheduledRowThatFailsAfterItsSetLeavesNoCopy gives up on a
 // SetScheduledRow of a row already unscheduled once its SET is answered:
-// the copy it stored must still go.
+// the copy it stored must still go, and before Close returns if the Store
+// is closed at once.
 func TestRows_ASetScheduledRowThatFailsAfterItsSetLeavesNoCopy(t *testing.T) {
 	for _, tg := range targets {
-		t.Run(tg.name, func(t *testing.T) {
-			r := newRowsRig(t, tg)
-			r.schedule(time.Hour)
-			r.wantClaim(r.row)
-			r.schedule(0)
-			r.wantClaim()
-			ctx, cancel := context.WithCancel(bg)
-			r.c.after("SET", cancel)
-			if _, err := r.s.SetScheduledRow(ctx, r.row, []byte(`{"v":1}`)); !errors.Is(err, context.Canceled) {
-				t.Fatalf("SetScheduledRow with its context cancelled after the SET = %v, want context.Canceled", err)
-			}
-			deadline := time.Now().Add(10 * time.Second)
-			for r.copied() && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
-			r.wantNoCopy()
-		})
+		for _, closing := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/closing=%v", tg.name, closing), func(t *testing.T) {
+				r := newRowsRig(t, tg)
+				r.schedule(time.Hour)
+				r.wantClaim(r.row)
+				r.schedule(0)
+				r.wantClaim()
+				ctx, cancel := context.WithCancel(bg)
+				r.c.after("SET", cancel)
+				if _, err := r.s.SetScheduledRow(ctx, r.row, []byte(`{"v":1}`)); !errors.Is(err, context.Canceled) {
+					t.Fatalf("SetScheduledRow with its context cancelled after the SET = %v, want context.Canceled", err)
+				}
+				if closing {
+					r.s.Close()
+					r.wantNoCopy()
+					return
+				}
+				deadline := time.Now().Add(10 * time.Second)
+				for r.copied() && time.Now().Before(deadline) {
+					time.Sleep(5 * time.Millisecond)
+				}
+				r.wantNoCopy()
+				r.wantNoRow()
+			})
+		}
 	}
 }
 
 // TestRows_AClaimWhoseDeleteFailedLeavesTheCopyToTheNext fails the delete
-// of an unscheduled row's copy: the claim reports it, and the next claim
-// deletes the copy.
+// of an unscheduled row's copy: the claim still returns the rows it
+// claimed, and the next claim deletes the copy.
 func TestRows_AClaimWhoseDeleteFailedLeavesTheCopyToTheNext(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
 			r := newRowsRig(t, tg)
 			r.schedule(time.Hour)
 			r.wantClaim(r.row)
-			if stored, err := r.s.SetScheduledRow(bg, r.row, []byte(`{"v":1}`)); !stored || err != nil {
-				t.Fatalf("SetScheduledRow of a scheduled row = %v, %v, want true, nil", stored, err)
-			}
+			r.store(`{"v":1}`)
 			r.schedule(0)
+			r.scheduleRow("other-row", time.Hour)
 			r.c.failDel(r.key)
-			if _, err := r.s.ClaimDueRows(bg, 10); !errors.Is(err, errInjected) {
-				t.Fatalf("ClaimDueRows with its delete failing = %v, want the injected error", err)
-			}
+			r.wantClaim("other-row")
 			if !r.copied() {
 				t.Fatal("the copy went though its delete failed")
 			}
 			r.wantClaim()
 			r.wantNoCopy()
+		})
+	}
+}
+
+// TestRows_ARowScheduledAgainKeepsItsNewCopy schedules a row again after
+// a claim failed to delete its copy, and stores it: the next claim must
+// not delete the new copy.
+func TestRows_ARowScheduledAgainKeepsItsNewCopy(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			r := newRowsRig(t, tg)
+			r.schedule(time.Hour)
+			r.wantClaim(r.row)
+			r.store(`{"v":1}`)
+			r.schedule(0)
+			r.c.failDel(r.key)
+			r.wantClaim()
+			r.schedule(time.Hour)
+			r.store(`{"v":2}`)
+			r.wantClaim(r.row)
+			if !r.copied() {
+				t.Fatal("a claim deleted the copy of a row scheduled again")
+			}
+		})
+	}
+}
+
+// TestRows_AClaimDoesNotClearAnotherClaimsDrop runs, between a claim's
+// delete of an unscheduled row's copy and its clearing of the row from
+// dropped, everything that makes another claim drop the row again (it is
+// scheduled, claimed, stored and unscheduled) with that claim's delete
+// failing: the first claim must leave the row to later ones.
+func TestRows_AClaimDoesNotClearAnotherClaimsDrop(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			r := newRowsRig(t, tg)
+			r.schedule(time.Hour)
+			r.wantClaim(r.row)
+			r.store(`{"v":1}`)
+			r.schedule(0)
+			r.c.after("DEL", func() {
+				r.scheduleFrom(r.other, time.Hour)
+				if got, err := r.other.ClaimDueRows(bg, 10); err != nil || !slices.Equal(got, []string{r.row}) {
+					t.Errorf("the other Store's ClaimDueRows = %q, %v, want %q", got, err, r.row)
+				}
+				if stored, err := r.other.SetScheduledRow(bg, r.row, []byte(`{"v":2}`)); !stored || err != nil {
+					t.Errorf("the other Store's SetScheduledRow = %v, %v, want true, nil", stored, err)
+				}
+				r.scheduleFrom(r.other, 0)
+				r.c.failDel(r.key)
+				r.wantClaim()
+			})
+			r.wantClaim()
+			if !r.c.ran() {
+				t.Fatal("no DEL was sent")
+			}
+			r.wantClaim()
+			r.wantNoCopy()
+		})
+	}
+}
+
+// TestRows_ACopyThatCannotBeDeletedLosesNoClaims fails every delete of one
+// unscheduled row's copy: the claims of other rows go on.
+func TestRows_ACopyThatCannotBeDeletedLosesNoClaims(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			r := newRowsRig(t, tg)
+			r.schedule(0)
+			r.c.failDel(r.key)
+			r.c.failDelAlways()
+			r.wantClaim()
+			for i := range 3 {
+				row := fmt.Sprintf("good-%d", i)
+				r.scheduleRow(row, time.Hour)
+				r.wantClaim(row)
+			}
 		})
 	}
 }
@@ -127,6 +215,21 @@ func (r *rowsRig) scheduleFrom(s retail.Store, delay time.Duration) {
 	}
 }
 
+func (r *rowsRig) scheduleRow(row string, delay time.Duration) {
+	r.t.Helper()
+	if err := r.s.ScheduleRowCache(bg, row, delay); err != nil {
+		r.t.Fatalf("ScheduleRowCache(%q, %v) = %v", row, delay, err)
+	}
+}
+
+// store stores data as the row's copy, which must be stored.
+func (r *rowsRig) store(data string) {
+	r.t.Helper()
+	if stored, err := r.s.SetScheduledRow(bg, r.row, []byte(data)); !stored || err != nil {
+		r.t.Fatalf("SetScheduledRow of a scheduled row = %v, %v, want true, nil", stored, err)
+	}
+}
+
 func (r *rowsRig) wantClaim(want ...string) {
 	r.t.Helper()
 	got, err := r.s.ClaimDueRows(bg, 10)
@@ -145,6 +248,15 @@ func (r *rowsRig) copied() bool {
 	return err == nil
 }
 
+// wantNoRow checks that the Store's Row, through its client-side cache,
+// finds no copy either.
+func (r *rowsRig) wantNoRow() {
+	r.t.Helper()
+	if data, ok, err := r.s.Row(bg, r.row); ok || err != nil {
+		r.t.Fatalf("Row = %q, %v, %v, want a miss", data, ok, err)
+	}
+}
+
 func (r *rowsRig) wantNoCopy() {
 	r.t.Helper()
 	if r.copied() {
@@ -156,14 +268,15 @@ var errInjected = errors.New("injected failure")
 
 // steppingClient runs a hook once, after the first command it names has
 // been answered, and answers a DEL of a key it names with errInjected,
-// once, instead of sending it.
+// once or always, instead of sending it.
 type steppingClient struct {
 	rueidis.Client
-	mu     sync.Mutex
-	name   string
-	hook   func()
-	hooked bool
-	del    string
+	mu      sync.Mutex
+	name    string
+	hook    func()
+	hooked  bool
+	del     string
+	delKeep bool
 }
 
 func (c *steppingClient) after(name string, hook func()) {
@@ -181,7 +294,13 @@ func (c *steppingClient) ran() bool {
 func (c *steppingClient) failDel(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.del = key
+	c.del, c.delKeep = key, false
+}
+
+func (c *steppingClient) failDelAlways() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.delKeep = true
 }
 
 func (c *steppingClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
@@ -189,7 +308,7 @@ func (c *steppingClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.
 	name := args[0]
 	c.mu.Lock()
 	fail := c.del != "" && len(args) == 2 && args[0] == "DEL" && args[1] == c.del
-	if fail {
+	if fail && !c.delKeep {
 		c.del = ""
 	}
 	c.mu.Unlock()

@@ -108,6 +108,7 @@ type Store struct {
 // store is the driver under Store.
 type store struct {
 	c        rueidis.Client
+	cleanups cleanups // the deletes of rows' copies after failed calls (see SetScheduledRow)
 	k        keys
 	clock    retail.Clock
 	limit    string // RecentLimit, formatted for scripts
@@ -220,7 +221,34 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 // else: the caller owns the rueidis client.
 func (s *store) Close() error {
 	s.marks.close()
+	s.cleanups.wait() // at most a second
 	return nil
+}
+
+// cleanups runs work that a call leaves behind, and lets Close wait for
+// it: work that starts once Close has begun, by a call still running
+// then, is not waited for.
+type cleanups struct {
+	mu      sync.Mutex
+	closing bool
+	wg      sync.WaitGroup
+}
+
+func (c *cleanups) run(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		go f()
+		return
+	}
+	c.wg.Go(f)
+}
+
+func (c *cleanups) wait() {
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
+	c.wg.Wait()
 }
 
 // CacheCounts implements driver.Store, so that the Store's Stats report
