@@ -357,10 +357,10 @@ type Rows interface {
 	// ClaimDueRows atomically claims at most limit rows whose refresh is due
 	// by the Store's clock, most overdue first, and reschedules each one at
 	// now + its delay, so that concurrent claimers never claim the same due
-	// row twice in one period. Due rows whose delay is zero or less, all
-	// of them whatever the limit, are unscheduled and their cached copies
-	// deleted before it returns; they are not returned. A copy that cannot
-	// be deleted then (Redis: its node is down) is deleted by a later
+	// row twice in one period. Due rows whose delay is zero or less do not
+	// count toward limit: they are unscheduled and their cached copies
+	// deleted before it returns, and not returned. A copy that cannot be
+	// deleted then (Redis: its node does not answer) is deleted by a later
 	// claim. The caller is expected to load each returned row and store it
 	// with SetScheduledRow.
 	ClaimDueRows(ctx context.Context, limit int) (rows []string, err error)
@@ -381,8 +381,8 @@ type Rows interface {
 	// RowCacher stores the rows it loaded with it, so that a row
 	// unscheduled while it was being loaded is not cached again. A call
 	// that fails may have stored the copy; backends then delete it (Redis:
-	// after the call, if the server answers within a second), and the row
-	// misses until its next refresh.
+	// after the call, or by a later claim if the server did not answer),
+	// and the row misses until its next refresh.
 	SetScheduledRow(ctx context.Context, row string, data []byte) (stored bool, err error)
 }
 

@@ -156,10 +156,10 @@ type Store interface {
 	// zero or less unschedules it at the next claim.
 	ScheduleRowCache(ctx context.Context, row string, delay time.Duration) error
 
-	// ClaimDueRows claims up to limit due rows (1 <= limit) and
-	// unschedules every due row whose delay is zero or less. The copies of
-	// the rows it unschedules must go, by a later claim if this one cannot
-	// delete them.
+	// ClaimDueRows claims up to limit due rows (1 <= limit); due rows
+	// whose delay is zero or less, which it unschedules, do not count
+	// toward limit. The copies of the rows it unschedules must go, by a
+	// later claim if this one cannot delete them.
 	ClaimDueRows(ctx context.Context, limit int) (rows []string, err error)
 
 	// Row returns row's cached data, or ok == false if there is none.

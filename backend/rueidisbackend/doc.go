@@ -155,9 +155,10 @@
 // after its script (copies it cannot delete stay named in {rows}:dropped,
 // and later claims delete them, up to their limit each), and
 // SetScheduledRow writes the copy and then reads the schedule (one that
-// stops between them deletes the copy in the background, within a second
-// and before Close returns; that delete may take a copy a later call
-// stored, which then misses until its next refresh).
+// stops between them names the row in {rows}:dropped and deletes the copy
+// in the background, for at most a second, which Close waits for; a later
+// claim deletes the copy if that could not; the delete may take a copy a
+// later call stored, which then misses until its next refresh).
 //
 // # Failover
 //

@@ -112,8 +112,12 @@ func (s *store) ClaimDueRows(ctx context.Context, limit int) ([]string, error) {
 }
 
 // deleteDropped deletes the copies of the rows in dropped (row, claim,
-// ...), and takes the ones deleted out of the dropped hash.
+// ...), and takes the ones deleted out of the dropped hash. It gives up
+// after a second (a node that does not answer would hold up every
+// claim): what it did not finish, a later claim does.
 func (s *store) deleteDropped(ctx context.Context, dropped []string) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
 	calls := make([]call, 0, len(dropped)/2)
 	for i := 0; i < len(dropped); i += 2 {
 		calls = append(calls, call{cmd: s.c.B().Del().Key(s.k.row(dropped[i])).Build()})
@@ -153,9 +157,8 @@ func (s *store) Row(ctx context.Context, row string) ([]byte, bool, error) {
 // copy: if the ZSCORE, which follows the SET, still finds the delay, that
 // claim's DEL comes after the SET and deletes it; if not, the DEL here
 // does. If a step fails once the SET may have been applied, the copy may
-// be of a row unscheduled meanwhile, and nothing would delete it: it is
-// deleted after the call returns, within a second and before Close
-// returns (a row still scheduled then misses until its next refresh).
+// be of a row unscheduled meanwhile, and nothing would delete it: see
+// dropRow. A row still scheduled then misses until its next refresh.
 func (s *store) SetScheduledRow(ctx context.Context, row string, data []byte) (bool, error) {
 	err := s.SetRow(ctx, row, data)
 	if _, refused := rueidis.IsRedisErr(err); refused {
@@ -175,17 +178,28 @@ func (s *store) SetScheduledRow(ctx context.Context, row string, data []byte) (b
 		}
 	}
 	s.own.changed(recordOf(k))
-	s.cleanups.run(func() { s.deleteRow(k) })
+	s.cleanups.run(func() { s.dropRow(row) })
 	return false, err
 }
 
-// deleteRow deletes the row copy in key k, within a second, for a call
-// that gave up.
-func (s *store) deleteRow(k string) {
+// dropRow, after a call that gave up once it may have stored row's copy,
+// names the row in dropped under an ID of its own, deletes the copy and
+// takes the row out of dropped again: if the delete fails, a later claim
+// deletes the copy. It gives up after a second; Close waits for it. Only
+// if neither the row's node nor the {rows} node answers in that second
+// can the copy stay.
+func (s *store) dropRow(row string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if s.c.Do(ctx, s.c.B().Del().Key(k).Build()).Error() == nil {
-		s.own.deleted(recordOf(k))
+	id := claimID()
+	named := s.c.Do(ctx, s.c.B().Hset().Key(s.k.dropped()).FieldValue().FieldValue(row, id).Build()).Error() == nil
+	k := s.k.row(row)
+	if s.c.Do(ctx, s.c.B().Del().Key(k).Build()).Error() != nil {
+		return
+	}
+	s.own.deleted(recordOf(k))
+	if named {
+		s.do(ctx, s.scriptCall(clearDropped, []string{s.k.dropped()}, []string{row, id}))
 	}
 }
 

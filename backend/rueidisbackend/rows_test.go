@@ -85,6 +85,38 @@ func TestRows_ASetScheduledRowThatFailsAfterItsSetLeavesNoCopy(t *testing.T) {
 	}
 }
 
+// TestRows_AFailedSetScheduledRowWhoseDeleteFailsLeavesTheCopyToAClaim
+// gives up on a SetScheduledRow of a row already unscheduled once its SET
+// is answered, and fails the delete that follows it: a later claim must
+// delete the copy.
+func TestRows_AFailedSetScheduledRowWhoseDeleteFailsLeavesTheCopyToAClaim(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			r := newRowsRig(t, tg)
+			r.schedule(time.Hour)
+			r.wantClaim(r.row)
+			r.schedule(0)
+			r.wantClaim()
+			ctx, cancel := context.WithCancel(bg)
+			r.c.after("SET", func() {
+				cancel()
+				r.c.failDel(r.key)
+			})
+			if _, err := r.s.SetScheduledRow(ctx, r.row, []byte(`{"v":1}`)); !errors.Is(err, context.Canceled) {
+				t.Fatalf("SetScheduledRow with its context cancelled after the SET = %v, want context.Canceled", err)
+			}
+			r.s.Close() // waits for the delete that fails
+			if !r.copied() {
+				t.Fatal("the copy went though its delete failed")
+			}
+			if got, err := r.other.ClaimDueRows(bg, 10); err != nil || len(got) != 0 {
+				t.Fatalf("ClaimDueRows = %q, %v, want none, nil", got, err)
+			}
+			r.wantNoCopy()
+		})
+	}
+}
+
 // TestRows_AClaimWhoseDeleteFailedLeavesTheCopyToTheNext fails the delete
 // of an unscheduled row's copy: the claim still returns the rows it
 // claimed, and the next claim deletes the copy.
