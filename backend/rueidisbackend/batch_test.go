@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -127,6 +128,25 @@ func TestBatch_EachCallGetsItsOwnAnswer(t *testing.T) {
 
 func queued(s *rueidisbackend.Store) int { return rueidisbackend.Queued(s) }
 
+// evalCalls returns how many EVAL commands the server behind admin has run.
+func evalCalls(t *testing.T, admin rueidis.Client) int {
+	t.Helper()
+	info, err := admin.Do(bg, admin.B().Info().Section("commandstats").Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_eval:calls="); ok {
+			n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	return 0
+}
+
 // waitFor polls cond until it holds, failing t if it does not within a
 // watchdog's 30 seconds (a hang, not a slow machine).
 func waitFor(t *testing.T, cond func() bool) {
@@ -149,24 +169,30 @@ type gatedStore struct {
 	s       *rueidisbackend.Store
 	on      atomic.Bool
 	entered chan chan struct{}
+	held    atomic.Int64 // the number of calls of the batch that entered last
 }
 
-func newGatedStore(t *testing.T) *gatedStore {
+func newGatedStore(t *testing.T) *gatedStore { return newGatedStoreWith(t, rueidisbackend.Options{}) }
+
+// newGatedStoreWith is newGatedStore with opts (and a prefix of its own).
+func newGatedStoreWith(t *testing.T, opts rueidisbackend.Options) *gatedStore {
 	t.Helper()
 	if server == nil {
 		unavailable(t, "Redis server", serverErr)
 	}
 	c := newClient(t, rueidis.ClientOption{InitAddress: []string{server.Addr()}, ForceSingleClient: true})
-	s, err := rueidisbackend.New(c, rueidisbackend.Options{Prefix: uniquePrefix()})
+	opts.Prefix = uniquePrefix()
+	s, err := rueidisbackend.New(c, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := &gatedStore{s: s, entered: make(chan chan struct{})}
-	rueidisbackend.SetBatchHook(s, func(int) {
+	rueidisbackend.SetBatchHook(s, func(calls int) {
 		if !g.on.Load() {
 			return
 		}
 		r := make(chan struct{})
+		g.held.Store(int64(calls))
 		g.entered <- r
 		<-r
 	})
@@ -334,10 +360,17 @@ func TestBatch_WriteWhoseCallerLeftInFlightIsReadBack(t *testing.T) {
 }
 
 // TestBatch_ScriptFlushRunsEachCallOnce: after SCRIPT FLUSH, batches of
-// IncrementCart calls are answered NOSCRIPT and sent again as EVAL: every
-// call runs exactly once.
+// IncrementCart calls, one of them holding many calls, are answered
+// NOSCRIPT and sent again as EVAL: every call runs exactly once. The gate
+// holds the first two batches (one call each) so that the rest queue up,
+// lets the first go so that the rest leave as one batch, and holds that
+// batch and the second while the scripts are flushed; then it lets the
+// large batch go alone, which must be answered NOSCRIPT and sent once as
+// EVAL (counted with INFO commandstats).
 func TestBatch_ScriptFlushRunsEachCallOnce(t *testing.T) {
-	g := newGatedStore(t)
+	// Without a client-side cache, so that no logout marks' tracker sends
+	// scripts of its own (see marks.go) while the EVALs are counted.
+	g := newGatedStoreWith(t, rueidisbackend.Options{CacheTTL: -1})
 	s := g.s
 	admin := newClient(t, rueidis.ClientOption{InitAddress: []string{server.Addr()}, ForceSingleClient: true, DisableCache: true})
 	const tokens, calls = 4, 50
@@ -347,20 +380,42 @@ func TestBatch_ScriptFlushRunsEachCallOnce(t *testing.T) {
 		}
 	}
 	for round := range 5 {
+		errs := make(chan error, tokens*calls)
+		call := func(i int) {
+			_, err := s.IncrementCart(bg, fmt.Sprintf("flush-%d", i%tokens), "item", 1)
+			errs <- err
+		}
+		g.on.Store(true)
+		go call(0)
+		first := <-g.entered
+		go call(1)
+		second := <-g.entered
+		for i := 2; i < tokens*calls; i++ {
+			go call(i)
+		}
+		waitFor(t, func() bool { return queued(s) == tokens*calls-2 })
+		close(first)
+		third := <-g.entered
+		if n := g.held.Load(); n != tokens*calls-2 {
+			t.Fatalf("round %d: the batch after the first two holds %d calls, want %d", round, n, tokens*calls-2)
+		}
 		if err := admin.Do(bg, admin.B().ScriptFlush().Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
-		errs := make(chan error, tokens*calls)
-		for i := range tokens * calls {
-			go func() {
-				_, err := s.IncrementCart(bg, fmt.Sprintf("flush-%d", i%tokens), "item", 1)
-				errs <- err
-			}()
-		}
-		for range tokens * calls {
+		g.on.Store(false)
+		evals := evalCalls(t, admin)
+		close(third)
+		for range tokens*calls - 1 { // the first call's and the large batch's
 			if err := <-errs; err != nil {
 				t.Fatal(err)
 			}
+		}
+		if n := evalCalls(t, admin) - evals; n != 1 {
+			t.Fatalf("round %d: the large batch was sent as EVAL %d times after the flush, want once", round, n)
+		}
+		close(second)
+		if err := <-errs; err != nil {
+			t.Fatal(err)
 		}
 		for i := range tokens {
 			cart, err := s.Cart(bg, fmt.Sprintf("flush-%d", i))
