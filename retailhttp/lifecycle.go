@@ -276,10 +276,10 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 	case opts.BrowserSession:
 		err = m.store.SetValue(ctx, s.Token, cookieKey, []byte(browserKind))
 		if err == nil && m.signer != nil {
-			err = m.store.SetValue(ctx, s.Token, signedUntilKey, []byte(strconv.FormatInt(expires.UnixMilli(), 10)))
+			err = m.store.SetValue(ctx, s.Token, signedUntilKey, instantValue(expires))
 		}
 	case opts.Lifetime != 0:
-		err = m.store.SetValue(ctx, s.Token, cookieKey, []byte(strconv.FormatInt(expires.UnixMilli(), 10)))
+		err = m.store.SetValue(ctx, s.Token, cookieKey, instantValue(expires))
 	case renewed:
 		err = m.store.DeleteValue(ctx, s.Token, cookieKey)
 	}
@@ -362,16 +362,16 @@ func (m *SessionManager) Renew(ctx context.Context, w http.ResponseWriter) (Sess
 		http.SetCookie(w, m.cookie(value, 0))
 		return s, nil
 	}
-	until, perr := strconv.ParseInt(string(kind), 10, 64)
-	if perr != nil {
+	until, ok := parseInstant(kind)
+	if !ok {
 		m.setCookie(w, value)
 		return s, nil
 	}
 	// The login's expiry, in the signature too: a Renew neither moves the
 	// signed bound past what LoginWith chose nor cuts it short.
-	left := time.UnixMilli(until).Sub(m.opts.Clock.Now())
+	left := until.Sub(m.opts.Clock.Now())
 	if m.signer != nil {
-		if value, err = m.cookieValueUntil(s, time.UnixMilli(until)); err != nil {
+		if value, err = m.cookieValueUntil(s, until); err != nil {
 			return s, err
 		}
 	}
@@ -392,11 +392,20 @@ func (m *SessionManager) browserValue(ctx context.Context, s Session, value stri
 		logError(ctx, m.opts.Logger, "retailhttp: reading the login's signed expiry failed; signing MaxAge from now", err)
 		return value, nil
 	}
-	until, perr := strconv.ParseInt(string(v), 10, 64)
-	if !found || perr != nil {
+	until, ok := parseInstant(v)
+	if !found || !ok {
 		return value, nil
 	}
-	return m.cookieValueUntil(s, time.UnixMilli(until))
+	return m.cookieValueUntil(s, until)
+}
+
+// instantValue and parseInstant write and read the instants LoginWith
+// records as session values (see cookieKey): Unix milliseconds in decimal.
+func instantValue(t time.Time) []byte { return strconv.AppendInt(nil, t.UnixMilli(), 10) }
+
+func parseInstant(v []byte) (time.Time, bool) {
+	ms, err := strconv.ParseInt(string(v), 10, 64)
+	return time.UnixMilli(ms), err == nil
 }
 
 // Logout ends the request's session with [retail.Sessions.Logout],
