@@ -64,7 +64,7 @@ func Factory(opt rueidis.ClientOption) conformance.Factory {
 		}
 		tb.Cleanup(c.Close) // last: the cleanups run in reverse order
 		tb.Cleanup(func() {
-			if err := deletePrefix(c, prefix); err != nil {
+			if err := deleteWithRetries(c, prefix); err != nil {
 				tb.Errorf("rueidistest: deleting the keys under %q: %v", prefix, err)
 			}
 		})
@@ -94,6 +94,22 @@ func uniquePrefix() (string, error) {
 		return "", err
 	}
 	return KeyPrefix + hex.EncodeToString(b[:]) + ":", nil
+}
+
+// deleteWithRetries runs deletePrefix up to three times, until it
+// succeeds, so that a passing error (once, in CI, a DEL answered "context
+// canceled" on a context nobody had cancelled) does not fail a test whose
+// keys the next attempt deletes. Each attempt scans from the start;
+// deleting is idempotent.
+func deleteWithRetries(c rueidis.Client, prefix string) error {
+	var err error
+	for range 3 {
+		if err = deletePrefix(c, prefix); err == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return err
 }
 
 // deletePrefix deletes every key that starts with prefix on the Redis c
