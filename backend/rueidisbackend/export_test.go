@@ -132,3 +132,7 @@ func MarkTrackingStopped(s *Store) bool {
 		return false
 	}
 }
+
+// WaitCleanups waits for the work s's calls left behind (see cleanups in
+// store.go), as Close does, without closing s.
+func WaitCleanups(s *Store) { s.d.cleanups.wg.Wait() }

@@ -183,8 +183,8 @@ func (s *store) SetScheduledRow(ctx context.Context, row string, data []byte) (b
 }
 
 // dropRow, after a call that gave up once it may have stored row's copy,
-// names the row in dropped under an ID of its own, deletes the copy and
-// takes the row out of dropped again: if the delete fails, a later claim
+// names the row in dropped under an ID of its own and deletes the copy as
+// a claim does (deleteDropped): if the delete fails, a later claim
 // deletes the copy. It gives up after a second; Close waits for it. Only
 // if neither the row's node nor the {rows} node answers in that second
 // can the copy stay.
@@ -192,15 +192,8 @@ func (s *store) dropRow(row string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	id := claimID()
-	named := s.c.Do(ctx, s.c.B().Hset().Key(s.k.dropped()).FieldValue().FieldValue(row, id).Build()).Error() == nil
-	k := s.k.row(row)
-	if s.c.Do(ctx, s.c.B().Del().Key(k).Build()).Error() != nil {
-		return
-	}
-	s.own.deleted(recordOf(k))
-	if named {
-		s.do(ctx, s.scriptCall(clearDropped, []string{s.k.dropped()}, []string{row, id}))
-	}
+	s.c.Do(ctx, s.c.B().Hset().Key(s.k.dropped()).FieldValue().FieldValue(row, id).Build()) // if it fails, only the delete below is left
+	s.deleteDropped(ctx, []string{row, id})
 }
 
 // SetRow implements driver.Store.

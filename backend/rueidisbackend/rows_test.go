@@ -23,12 +23,10 @@ import (
 // and claims a row from another Store right after SetScheduledRow's SET,
 // and right after its read of the schedule.
 func TestRows_AClaimBetweenTheStepsOfSetScheduledRowLeavesNoCopy(t *testing.T) {
-	for _, tg := range targets {
-		for _, step := range []string{"SET", "ZSCORE"} {
-			t.Run(tg.name+"/after"+step, func(t *testing.T) {
-				r := newRowsRig(t, tg)
-				r.schedule(time.Hour)
-				r.wantClaim(r.row)
+	for _, step := range []string{"SET", "ZSCORE"} {
+		t.Run("after"+step, func(t *testing.T) {
+			eachRig(t, func(t *testing.T, r *rowsRig) {
+				r.claimed()
 				r.c.after(step, func() {
 					r.scheduleFrom(r.other, 0)
 					if _, err := r.other.ClaimDueRows(bg, 10); err != nil {
@@ -47,7 +45,7 @@ func TestRows_AClaimBetweenTheStepsOfSetScheduledRowLeavesNoCopy(t *testing.T) {
 				r.wantNoCopy()
 				r.wantNoRow()
 			})
-		}
+		})
 	}
 }
 
@@ -56,12 +54,10 @@ func TestRows_AClaimBetweenTheStepsOfSetScheduledRowLeavesNoCopy(t *testing.T) {
 // the copy it stored must still go, and before Close returns if the Store
 // is closed at once.
 func TestRows_ASetScheduledRowThatFailsAfterItsSetLeavesNoCopy(t *testing.T) {
-	for _, tg := range targets {
-		for _, closing := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/closing=%v", tg.name, closing), func(t *testing.T) {
-				r := newRowsRig(t, tg)
-				r.schedule(time.Hour)
-				r.wantClaim(r.row)
+	for _, closing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("closing=%v", closing), func(t *testing.T) {
+			eachRig(t, func(t *testing.T, r *rowsRig) {
+				r.claimed()
 				r.schedule(0)
 				r.wantClaim()
 				ctx, cancel := context.WithCancel(bg)
@@ -74,14 +70,11 @@ func TestRows_ASetScheduledRowThatFailsAfterItsSetLeavesNoCopy(t *testing.T) {
 					r.wantNoCopy()
 					return
 				}
-				deadline := time.Now().Add(10 * time.Second)
-				for r.copied() && time.Now().Before(deadline) {
-					time.Sleep(5 * time.Millisecond)
-				}
+				rueidisbackend.WaitCleanups(r.s)
 				r.wantNoCopy()
 				r.wantNoRow()
 			})
-		}
+		})
 	}
 }
 
@@ -90,77 +83,65 @@ func TestRows_ASetScheduledRowThatFailsAfterItsSetLeavesNoCopy(t *testing.T) {
 // is answered, and fails the delete that follows it: a later claim must
 // delete the copy.
 func TestRows_AFailedSetScheduledRowWhoseDeleteFailsLeavesTheCopyToAClaim(t *testing.T) {
-	for _, tg := range targets {
-		t.Run(tg.name, func(t *testing.T) {
-			r := newRowsRig(t, tg)
-			r.schedule(time.Hour)
-			r.wantClaim(r.row)
-			r.schedule(0)
-			r.wantClaim()
-			ctx, cancel := context.WithCancel(bg)
-			r.c.after("SET", func() {
-				cancel()
-				r.c.failDel(r.key)
-			})
-			if _, err := r.s.SetScheduledRow(ctx, r.row, []byte(`{"v":1}`)); !errors.Is(err, context.Canceled) {
-				t.Fatalf("SetScheduledRow with its context cancelled after the SET = %v, want context.Canceled", err)
-			}
-			r.s.Close() // waits for the delete that fails
-			if !r.copied() {
-				t.Fatal("the copy went though its delete failed")
-			}
-			if got, err := r.other.ClaimDueRows(bg, 10); err != nil || len(got) != 0 {
-				t.Fatalf("ClaimDueRows = %q, %v, want none, nil", got, err)
-			}
-			r.wantNoCopy()
+	eachRig(t, func(t *testing.T, r *rowsRig) {
+		r.claimed()
+		r.schedule(0)
+		r.wantClaim()
+		ctx, cancel := context.WithCancel(bg)
+		r.c.after("SET", func() {
+			cancel()
+			r.c.failDel(r.key)
 		})
-	}
+		if _, err := r.s.SetScheduledRow(ctx, r.row, []byte(`{"v":1}`)); !errors.Is(err, context.Canceled) {
+			t.Fatalf("SetScheduledRow with its context cancelled after the SET = %v, want context.Canceled", err)
+		}
+		r.s.Close() // waits for the delete that fails
+		if !r.copied() {
+			t.Fatal("the copy went though its delete failed")
+		}
+		if got, err := r.other.ClaimDueRows(bg, 10); err != nil || len(got) != 0 {
+			t.Fatalf("ClaimDueRows = %q, %v, want none, nil", got, err)
+		}
+		r.wantNoCopy()
+	})
 }
 
 // TestRows_AClaimWhoseDeleteFailedLeavesTheCopyToTheNext fails the delete
 // of an unscheduled row's copy: the claim still returns the rows it
 // claimed, and the next claim deletes the copy.
 func TestRows_AClaimWhoseDeleteFailedLeavesTheCopyToTheNext(t *testing.T) {
-	for _, tg := range targets {
-		t.Run(tg.name, func(t *testing.T) {
-			r := newRowsRig(t, tg)
-			r.schedule(time.Hour)
-			r.wantClaim(r.row)
-			r.store(`{"v":1}`)
-			r.schedule(0)
-			r.scheduleRow("other-row", time.Hour)
-			r.c.failDel(r.key)
-			r.wantClaim("other-row")
-			if !r.copied() {
-				t.Fatal("the copy went though its delete failed")
-			}
-			r.wantClaim()
-			r.wantNoCopy()
-		})
-	}
+	eachRig(t, func(t *testing.T, r *rowsRig) {
+		r.claimed()
+		r.store(`{"v":1}`)
+		r.schedule(0)
+		r.scheduleRow("other-row", time.Hour)
+		r.c.failDel(r.key)
+		r.wantClaim("other-row")
+		if !r.copied() {
+			t.Fatal("the copy went though its delete failed")
+		}
+		r.wantClaim()
+		r.wantNoCopy()
+	})
 }
 
 // TestRows_ARowScheduledAgainKeepsItsNewCopy schedules a row again after
 // a claim failed to delete its copy, and stores it: the next claim must
 // not delete the new copy.
 func TestRows_ARowScheduledAgainKeepsItsNewCopy(t *testing.T) {
-	for _, tg := range targets {
-		t.Run(tg.name, func(t *testing.T) {
-			r := newRowsRig(t, tg)
-			r.schedule(time.Hour)
-			r.wantClaim(r.row)
-			r.store(`{"v":1}`)
-			r.schedule(0)
-			r.c.failDel(r.key)
-			r.wantClaim()
-			r.schedule(time.Hour)
-			r.store(`{"v":2}`)
-			r.wantClaim(r.row)
-			if !r.copied() {
-				t.Fatal("a claim deleted the copy of a row scheduled again")
-			}
-		})
-	}
+	eachRig(t, func(t *testing.T, r *rowsRig) {
+		r.claimed()
+		r.store(`{"v":1}`)
+		r.schedule(0)
+		r.c.failDel(r.key)
+		r.wantClaim()
+		r.schedule(time.Hour)
+		r.store(`{"v":2}`)
+		r.wantClaim(r.row)
+		if !r.copied() {
+			t.Fatal("a claim deleted the copy of a row scheduled again")
+		}
+	})
 }
 
 // TestRows_AClaimDoesNotClearAnotherClaimsDrop runs, between a claim's
@@ -169,52 +150,45 @@ func TestRows_ARowScheduledAgainKeepsItsNewCopy(t *testing.T) {
 // scheduled, claimed, stored and unscheduled) with that claim's delete
 // failing: the first claim must leave the row to later ones.
 func TestRows_AClaimDoesNotClearAnotherClaimsDrop(t *testing.T) {
-	for _, tg := range targets {
-		t.Run(tg.name, func(t *testing.T) {
-			r := newRowsRig(t, tg)
-			r.schedule(time.Hour)
-			r.wantClaim(r.row)
-			r.store(`{"v":1}`)
-			r.schedule(0)
-			r.c.after("DEL", func() {
-				r.scheduleFrom(r.other, time.Hour)
-				if got, err := r.other.ClaimDueRows(bg, 10); err != nil || !slices.Equal(got, []string{r.row}) {
-					t.Errorf("the other Store's ClaimDueRows = %q, %v, want %q", got, err, r.row)
-				}
-				if stored, err := r.other.SetScheduledRow(bg, r.row, []byte(`{"v":2}`)); !stored || err != nil {
-					t.Errorf("the other Store's SetScheduledRow = %v, %v, want true, nil", stored, err)
-				}
-				r.scheduleFrom(r.other, 0)
-				r.c.failDel(r.key)
-				r.wantClaim()
-			})
-			r.wantClaim()
-			if !r.c.ran() {
-				t.Fatal("no DEL was sent")
+	eachRig(t, func(t *testing.T, r *rowsRig) {
+		r.claimed()
+		r.store(`{"v":1}`)
+		r.schedule(0)
+		r.c.after("DEL", func() {
+			r.scheduleFrom(r.other, time.Hour)
+			if got, err := r.other.ClaimDueRows(bg, 10); err != nil || !slices.Equal(got, []string{r.row}) {
+				t.Errorf("the other Store's ClaimDueRows = %q, %v, want %q", got, err, r.row)
 			}
+			if stored, err := r.other.SetScheduledRow(bg, r.row, []byte(`{"v":2}`)); !stored || err != nil {
+				t.Errorf("the other Store's SetScheduledRow = %v, %v, want true, nil", stored, err)
+			}
+			r.scheduleFrom(r.other, 0)
+			r.c.failDel(r.key)
 			r.wantClaim()
-			r.wantNoCopy()
 		})
-	}
+		r.wantClaim()
+		if !r.c.ran() {
+			t.Fatal("no DEL was sent")
+		}
+		r.wantClaim()
+		r.wantNoCopy()
+	})
 }
 
 // TestRows_ACopyThatCannotBeDeletedLosesNoClaims fails every delete of one
 // unscheduled row's copy: the claims of other rows go on.
 func TestRows_ACopyThatCannotBeDeletedLosesNoClaims(t *testing.T) {
-	for _, tg := range targets {
-		t.Run(tg.name, func(t *testing.T) {
-			r := newRowsRig(t, tg)
-			r.schedule(0)
-			r.c.failDel(r.key)
-			r.c.failDelAlways()
-			r.wantClaim()
-			for i := range 3 {
-				row := fmt.Sprintf("good-%d", i)
-				r.scheduleRow(row, time.Hour)
-				r.wantClaim(row)
-			}
-		})
-	}
+	eachRig(t, func(t *testing.T, r *rowsRig) {
+		r.schedule(0)
+		r.c.failDel(r.key)
+		r.c.failDelAlways()
+		r.wantClaim()
+		for i := range 3 {
+			row := fmt.Sprintf("good-%d", i)
+			r.scheduleRow(row, time.Hour)
+			r.wantClaim(row)
+		}
+	})
 }
 
 // rowsRig is a Store on a client that can step in between commands,
@@ -227,6 +201,12 @@ type rowsRig struct {
 	row, key string
 }
 
+// eachRig runs test on each target (see forEachTarget), on a rig of its
+// own.
+func eachRig(t *testing.T, test func(t *testing.T, r *rowsRig)) {
+	forEachTarget(t, func(t *testing.T, tg target) { test(t, newRowsRig(t, tg)) })
+}
+
 func newRowsRig(t *testing.T, tg target) *rowsRig {
 	raw, prefix := tg.client(t, rueidis.ClientOption{})
 	c := &steppingClient{Client: raw}
@@ -236,6 +216,14 @@ func newRowsRig(t *testing.T, tg target) *rowsRig {
 		other: mustNew(t, raw, rueidisbackend.Options{Prefix: prefix}),
 		row:   "row-1", key: prefix + "row:row-1",
 	}
+}
+
+// claimed schedules the row every hour and claims it, as a RowCacher does
+// before it loads the row.
+func (r *rowsRig) claimed() {
+	r.t.Helper()
+	r.schedule(time.Hour)
+	r.wantClaim(r.row)
 }
 
 func (r *rowsRig) schedule(delay time.Duration) { r.t.Helper(); r.scheduleFrom(r.s, delay) }

@@ -97,25 +97,43 @@ func ping(addr string) error {
 // difference of two readings, less 1 for the INFO of the first reading,
 // which the second counts.
 func (s *Server) CommandCalls() (int, error) {
+	calls, err := s.commandStats()
+	total := 0
+	for _, n := range calls {
+		total += n
+	}
+	return total, err
+}
+
+// Calls returns how many times the server has run the command name, in
+// lower case ("eval").
+func (s *Server) Calls(name string) (int, error) {
+	calls, err := s.commandStats()
+	return calls[name], err
+}
+
+// commandStats returns the calls of each command INFO commandstats lists.
+func (s *Server) commandStats() (map[string]int, error) {
 	info, err := do(s.addr, 5*time.Second, "INFO", "commandstats")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	total := 0
+	calls := map[string]int{}
 	for _, line := range strings.Split(info, "\n") {
-		if !strings.HasPrefix(line, "cmdstat_") {
+		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
+		name, isStat := strings.CutPrefix(name, "cmdstat_")
+		if !ok || !isStat {
 			continue
 		}
-		_, fields, _ := strings.Cut(line, ":")
-		for _, f := range strings.Split(strings.TrimSpace(fields), ",") {
+		for _, f := range strings.Split(fields, ",") {
 			if v, ok := strings.CutPrefix(f, "calls="); ok {
 				n, err := strconv.Atoi(v)
 				if err != nil {
-					return 0, fmt.Errorf("redistest: INFO commandstats: %q: %w", line, err)
+					return nil, fmt.Errorf("redistest: INFO commandstats: %q: %w", line, err)
 				}
-				total += n
+				calls[name] = n
 			}
 		}
 	}
-	return total, nil
+	return calls, nil
 }
