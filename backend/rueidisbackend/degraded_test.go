@@ -3,6 +3,7 @@ package rueidisbackend_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/retailkit/retail"
@@ -100,4 +101,61 @@ func redirect(e *rueidis.RedisError) bool {
 	_, moved := e.IsMoved()
 	_, ask := e.IsAsk()
 	return moved || ask
+}
+
+// TestDegraded_AStalledNodeHoldsUpNoRowClaim stalls, with DEBUG SLEEP, the
+// master that holds an unscheduled row's copy just as a claim is to delete
+// it: the claim still returns the row it claimed, while the master sleeps;
+// once the master is back, a later claim finishes the delete and clears
+// the row from {rows}:dropped, and the copy is gone.
+func TestDegraded_AStalledNodeHoldsUpNoRowClaim(t *testing.T) {
+	if cluster == nil {
+		unavailable(t, "Redis Cluster", clusterErr)
+	}
+	addrs := cluster.Addrs()
+	c := newClient(t, rueidis.ClientOption{InitAddress: addrs})
+	prefix := uniquePrefix()
+	s := mustNew(t, c, rueidisbackend.Options{Prefix: prefix})
+	rowsNode := owner(t, c, addrs, prefix+"{rows}:schedule")
+	row, node := "", -1
+	for i := 0; node < 0 || node == rowsNode; i++ {
+		row = fmt.Sprintf("row-%d", i)
+		node = owner(t, c, addrs, prefix+"row:"+row)
+	}
+	if err := s.ScheduleRowCache(bg, row, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.ClaimDueRows(bg, 10); err != nil || len(got) != 1 {
+		t.Fatalf("ClaimDueRows = %q, %v, want %q", got, err, row)
+	}
+	if stored, err := s.SetScheduledRow(bg, row, []byte(`{}`)); !stored || err != nil {
+		t.Fatalf("SetScheduledRow = %v, %v, want true, nil", stored, err)
+	}
+	for r, delay := range map[string]time.Duration{row: 0, "other": time.Hour} {
+		if err := s.ScheduleRowCache(bg, r, delay); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	const stallFor = 4 * time.Second
+	st := startStall(t, []string{addrs[node]}, stallFor)
+	got, err := s.ClaimDueRows(bg, 10)
+	during := time.Since(st.began) < stallFor
+	if err != nil || len(got) != 1 || got[0] != "other" {
+		t.Fatalf("ClaimDueRows with %s asleep = %q, %v, want [other], nil", addrs[node], got, err)
+	}
+	if !during {
+		t.Errorf("ClaimDueRows returned after %s had woken, want while it slept", addrs[node])
+	}
+	st.wait(t)
+
+	if got, err := s.ClaimDueRows(bg, 10); err != nil || len(got) != 0 {
+		t.Fatalf("ClaimDueRows after the stall = %q, %v, want none, nil", got, err)
+	}
+	if err := c.Do(bg, c.B().Get().Key(prefix+"row:"+row).Build()).Error(); !rueidis.IsRedisNil(err) {
+		t.Errorf("GET of the unscheduled row's copy after the stall = %v, want nil", err)
+	}
+	if n, err := c.Do(bg, c.B().Hlen().Key(prefix+"{rows}:dropped").Build()).AsInt64(); err != nil || n != 0 {
+		t.Errorf("HLEN {rows}:dropped after the stall = %d, %v, want 0", n, err)
+	}
 }
