@@ -159,6 +159,19 @@ func testRecentKeepsNewest(h *harness) {
 	if got := h.top(retail.MaxTopItems); len(got) != len(items) {
 		h.t.Errorf("TopItems(%d) returned %d items, want %d: %v", retail.MaxTopItems, len(got), len(items), got)
 	}
+
+	// Items of one byte, the shortest there are: the list is cut at the
+	// limit however few bytes it holds.
+	var short []string
+	for c := range retail.DefaultRecentLimit + 3 {
+		short = append(short, string(rune('A'+c)))
+	}
+	for _, item := range short {
+		h.update("tok-2", "bob", item)
+	}
+	want = slices.Clone(short[len(short)-retail.DefaultRecentLimit:])
+	slices.Reverse(want)
+	h.wantRecent("tok-2", want...)
 }
 
 func testRecentPerSession(h *harness) {

@@ -88,14 +88,14 @@ end
 -- load returns the session in key, or nil: its login's parts (see
 -- parseLogin), seen and recent (nil if absent), live (whether it is live),
 -- and the fields named by more, in that order, as the list extra (false
--- for those absent).
+-- for those absent; extra is nil if more names none).
 local function load(key, ...)
   local f = redis.call('HMGET', key, 'login', 'seen', 'recent', ...)
   local s = f[1] and parseLogin(f[1])
   if not s then return nil end
   s.seen, s.recent = f[2] or nil, f[3] or nil
   s.live = alive(s.createdMs, s.life, s.deadline, s.seen)
-  s.extra = {unpack(f, 4)}
+  if f[4] ~= nil then s.extra = {unpack(f, 4)} end
   return s
 end
 
@@ -117,7 +117,10 @@ end
 -- the one with the larger stamp, so that the stamp only grows whatever
 -- order concurrent writes land in.
 local function newerSeen(old, new)
-  if old and tonumber(stampOf(old)) >= tonumber(stampOf(new)) then return old end
+  if not old then return new end
+  -- Most seen values are a stamp alone, which tonumber reads as it is.
+  local o, n = tonumber(old) or tonumber(stampOf(old)), tonumber(new) or tonumber(stampOf(new))
+  if o >= n then return old end
   return new
 end
 
@@ -136,6 +139,9 @@ local function withItem(recent, item, limit)
     if p + #item == #recent then return nil end
     rest = string.sub(recent, 1, p - 1) .. string.sub(recent, p + #item + 1)
   end
+  -- Every item takes two bytes at least (a character and "\n"), so a
+  -- list shorter than 2 * limit bytes holds fewer than limit items.
+  if #rest < 2 * limit then return rest .. item .. '\n' end
   local n, at = 0, 0
   repeat
     at = string.find(rest, '\n', at + 1, true)

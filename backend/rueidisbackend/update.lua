@@ -51,10 +51,15 @@ local function update(key, users, token, seen, user, item, out)
     login = created .. ' ' .. NEWD .. ' ' .. user
   end
   local recent = withItem(s and s.recent, item, limit)
-  local f = {'seen', seen}
-  if login then f[#f + 1], f[#f + 2] = 'login', login end
-  if recent then f[#f + 1], f[#f + 2] = 'recent', recent end
-  redis.call('HSET', key, unpack(f))
+  if login and recent then
+    redis.call('HSET', key, 'seen', seen, 'login', login, 'recent', recent)
+  elseif login then
+    redis.call('HSET', key, 'seen', seen, 'login', login)
+  elseif recent then
+    redis.call('HSET', key, 'seen', seen, 'recent', recent)
+  else
+    redis.call('HSET', key, 'seen', seen)
+  end
   local stamp = false
   if login then
     redis.call('PEXPIRE', key, keyTTL(createdMs, life, NOW + IDLE))
