@@ -414,7 +414,10 @@ func parseInstant(v []byte) (time.Time, bool) {
 // cookie. Once it returns, the session is over for every request: a later
 // one with the old cookie has no session, and one that began before may
 // still see it in its context, but the Store's calls with its token find
-// no session, and nothing brings it back. It must be called before the
+// no session, and nothing brings it back. (Another process with a
+// client-side cache may still read the session as live until the cache
+// hears of the change, a few milliseconds on a local network, but cannot
+// write to it; see the Redis backend's docs.) It must be called before the
 // response's header is written, with the context of a request that m's
 // Handler passed on; with any other, it returns an error matching
 // [ErrNoHandler] and neither clears the cookie nor ends a session. The

@@ -34,7 +34,7 @@
 //	inv:ID (string)          retail:row:ID (string)          same
 //	schedule:, delay: (zset) retail:{rows}:schedule, :delay  one slot, so one script claims due rows
 //	                         retail:{rows}:dropped (hash)    rows unscheduled whose copies a claim did not delete yet, each with that claim's ID
-//	                         retail:itempages:{I} (set)      the keys of item I's pages, for PurgeItemPages
+//	                         retail:pages:{I} (zset)         the keys of item I's pages, each scored with when it expires, for PurgeItemPages
 //	                         retail:claim:{NAME} (string)    the latest turn of a worker's work, "TURN OWNER", so that processes take turns
 //
 // T is the session's ID, the hash of its token (the Store never hands a

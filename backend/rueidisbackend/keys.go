@@ -56,11 +56,13 @@ func (k keys) dropped() string  { return k.prefix + "{rows}:dropped" }
 // rowKeys are the keys of the row scripts.
 func (k keys) rowKeys() []string { return []string{k.schedule(), k.delay(), k.dropped()} }
 
-// itemPages is the set of the page keys (as given to SetItemPage, without
-// the prefix) stored as item's pages, on a slot of its own. Its members
-// may name pages that expired or were replaced: PurgeItemPages checks each
-// page's owner before deleting it.
-func (k keys) itemPages(item string) string { return k.prefix + "itempages:{" + tag(item) + "}" }
+// itemPages is the sorted set of the page keys (as given to SetItemPage,
+// without the prefix) stored as item's pages, each scored with when it
+// expires, on a slot of its own. Its members may name pages that expired
+// lately or were replaced: PurgeItemPages checks each page's owner before
+// deleting it. (Before the index was sorted it was a set under
+// itempages:{I}; the new name keeps the two types apart.)
+func (k keys) itemPages(item string) string { return k.prefix + "pages:{" + tag(item) + "}" }
 
 // claim is the key of the turns of the work named name (see claims.go), on
 // a slot of its own.

@@ -90,11 +90,15 @@ func ownerTag(item string) string {
 	return string(n[:]) + item
 }
 
-// addItemPage adds ARGV[1] to the index KEYS[1] and makes the index live
-// at least ARGV[2] ms, never shortening it: it outlives every page it lists.
+// addItemPage adds the page key ARGV[1] to item's index KEYS[1], scored
+// with ARGV[2], the Unix ms (by the Store's clock) at which the page
+// expires, and drops the pages that expired at or before ARGV[3]; it makes the
+// index live at least ARGV[4] ms, never shortening it, so that it outlives
+// every page it lists.
 var addItemPage = newScript(`
-redis.call('SADD', KEYS[1], ARGV[1])
-local px = tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
+local px = tonumber(ARGV[4])
 if redis.call('PTTL', KEYS[1]) < px then
 	redis.call('PEXPIRE', KEYS[1], px)
 end
@@ -120,14 +124,19 @@ return 1
 
 // SetItemPage implements driver.Store: the page and its entry in item's
 // index are written in one round trip. The index's TTL is the longest TTL
-// of the pages added to it, plus TTLSlack.
+// of the pages added to it, plus TTLSlack; the entries of pages that
+// expired TTLSlack ago or more are dropped, so that an item whose pages
+// are many (one a query parameter value, say) keeps an index no larger
+// than its live pages.
 func (s *store) SetItemPage(ctx context.Context, item, key string, body []byte, ttl time.Duration) error {
+	now := s.nowMs()
 	v := s.pageValue(item, body, ttl)
 	k := s.k.page(key)
-	px := settings.Millis(ttl) + s.ttlSlack.Milliseconds()
+	slack := s.ttlSlack.Milliseconds()
+	px := settings.Millis(ttl) + slack
 	res := s.do(ctx,
 		call{cmd: s.c.B().Set().Key(k).Value(rueidis.BinaryString(v)).PxMilliseconds(px).Build()},
-		s.scriptCall(addItemPage, []string{s.k.itemPages(item)}, []string{key, i64(px)}),
+		s.scriptCall(addItemPage, []string{s.k.itemPages(item)}, []string{key, i64(now + px), i64(now - slack), i64(px)}),
 	)
 	if err := res[0].Error(); err != nil {
 		return err
@@ -146,26 +155,30 @@ func (s *store) DeletePage(ctx context.Context, key string) error {
 	return nil
 }
 
-// maxPurge bounds the members SPOP takes at once; an index holding more is
-// emptied by further rounds.
+// maxPurge bounds the members ZPOPMIN takes at once; an index holding more
+// is emptied by further rounds.
 const maxPurge = 10_000
 
 // PurgeItemPages implements driver.Store. It takes every member of item's
-// index at once (SPOP, which deletes the emptied index), then deletes each
-// page that still belongs to item, each on its own slot. A SetItemPage for
-// item that lands after the SPOP adds its page to a new index and may
-// survive the purge.
+// index at once (ZPOPMIN, which deletes the emptied index), then deletes
+// each page that still belongs to item, each on its own slot. A
+// SetItemPage for item that lands after the ZPOPMIN adds its page to a new
+// index and may survive the purge.
 func (s *store) PurgeItemPages(ctx context.Context, item string) (int, error) {
 	idx := s.k.itemPages(item)
 	owner := ownerTag(item)
 	n := 0
 	for {
-		members, err := s.c.Do(ctx, s.c.B().Spop().Key(idx).Count(maxPurge).Build()).AsStrSlice()
-		if rueidis.IsRedisNil(err) || err == nil && len(members) == 0 {
+		popped, err := s.c.Do(ctx, s.c.B().Zpopmin().Key(idx).Count(maxPurge).Build()).AsZScores()
+		if rueidis.IsRedisNil(err) || err == nil && len(popped) == 0 {
 			return n, nil
 		}
 		if err != nil {
 			return n, err
+		}
+		members := make([]string, len(popped))
+		for i, z := range popped {
+			members[i] = z.Member
 		}
 		now := i64(s.nowMs())
 		calls := make([]call, len(members))

@@ -1,6 +1,7 @@
 package rueidisbackend_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -66,7 +67,7 @@ func TestSetItemPage_IndexOutlivesItsPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	index := rueidisbackend.DefaultPrefix + "itempages:{item-1}"
+	index := rueidisbackend.DefaultPrefix + "pages:{item-1}"
 	for _, c := range []struct {
 		key  string
 		ttl  time.Duration
@@ -92,4 +93,38 @@ func TestSetItemPage_IndexOutlivesItsPages(t *testing.T) {
 	if mr.Exists(index) {
 		t.Errorf("the index outlived the purge")
 	}
+}
+
+// TestSetItemPage_IndexHoldsOnlyLivePages checks that an item's index of
+// pages does not grow with pages that expired: an item whose pages are
+// many (one a query parameter value) stored one after another, each
+// expiring before the next, keeps an index of the pages that may still be
+// live, and a purge still deletes the live one.
+func TestSetItemPage_IndexHoldsOnlyLivePages(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, tg target) {
+		clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+		const ttl, slack = time.Minute, time.Second
+		s, c, prefix := newStoreWith(t, tg, rueidisbackend.Options{Clock: clock, TTLSlack: slack})
+		index := prefix + "pages:{kettle}"
+		for i := range 50 {
+			key := "GET /reviews?item=kettle&page=" + strconv.Itoa(i)
+			if err := s.SetItemPage(bg, "kettle", key, []byte("page"), ttl); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(ttl + 2*slack)
+		}
+		if err := s.SetItemPage(bg, "kettle", "GET /reviews?item=kettle&page=last", []byte("page"), ttl); err != nil {
+			t.Fatal(err)
+		}
+		members, err := c.Do(bg, c.B().Zrange().Key(index).Min("0").Max("-1").Build()).AsStrSlice()
+		if err != nil || len(members) != 1 || members[0] != "GET /reviews?item=kettle&page=last" {
+			t.Errorf("the index holds %q, %v; want only the live page", members, err)
+		}
+		if n, err := s.PurgeItemPages(bg, "kettle"); n != 1 || err != nil {
+			t.Errorf("PurgeItemPages = %d, %v, want 1, nil", n, err)
+		}
+		if _, ok, err := s.Page(bg, "GET /reviews?item=kettle&page=last"); ok || err != nil {
+			t.Errorf("after the purge: Page = %v, %v; want no page", ok, err)
+		}
+	})
 }
