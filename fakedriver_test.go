@@ -234,13 +234,19 @@ func (d *fakeDriver) SetScheduledRow(_ context.Context, row string, data []byte)
 	return d.ok, d.record("SetScheduledRow", row, data)
 }
 
-func (d *fakeDriver) CountViews(_ context.Context, views []driver.ItemViews) error {
+// CountViews records the views, after "#SEQ: " if they are a flush (see
+// driver.ViewFlush).
+func (d *fakeDriver) CountViews(_ context.Context, flush driver.ViewFlush, views []driver.ItemViews) error {
 	shown := make([]string, len(views))
 	for i, v := range views {
 		shown[i] = arg(v.Item) + "×" + fmt.Sprint(v.Views)
 	}
 	slices.Sort(shown)
-	return d.record("CountViews", rawArg(strings.Join(shown, ", ")))
+	list := strings.Join(shown, ", ")
+	if flush.Seq > 0 {
+		list = fmt.Sprintf("#%d: %s", flush.Seq, list)
+	}
+	return d.record("CountViews", rawArg(list))
 }
 
 // rawArg is an argument a recorded call shows as it is.

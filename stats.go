@@ -105,7 +105,7 @@ type Stats struct {
 
 	// ViewFlushFailures counts the times the Store failed to send the
 	// item views its process added up (see [StoreOptions].ViewFlush); the
-	// views are kept and sent with the next window's.
+	// views are sent again with the next window, and counted once.
 	ViewFlushFailures uint64
 
 	// RowsRefreshed counts the rows RowCachers stored: rows claimed,

@@ -34,7 +34,9 @@ type StoreOptions struct {
 	// Reads of the counts (ItemRank, TopItems) and RescaleViews send the
 	// process's views first, so a process reads its own views; other
 	// processes see them within ViewFlush. If the process dies, the views
-	// of its last window are lost.
+	// of its last window are lost. Views whose sending fails are sent
+	// again, and counted once, for up to half an hour (half of
+	// [driver.ViewFlushMemory]).
 	ViewFlush time.Duration
 
 	// Lifetime is the driver's session lifetime (its Lifetime option,
@@ -96,7 +98,7 @@ func (s *store) countView(ctx context.Context, item string) error {
 	if s.views != nil && s.views.add(item) {
 		return nil
 	}
-	return s.d.CountViews(ctx, []driver.ItemViews{{Item: item, Views: 1}})
+	return s.d.CountViews(ctx, driver.ViewFlush{}, []driver.ItemViews{{Item: item, Views: 1}})
 }
 
 // flushViews sends the views this process counted, before a call that

@@ -2,6 +2,7 @@ package retail
 
 import (
 	"context"
+	"crypto/rand"
 	"sync"
 	"time"
 
@@ -21,22 +22,38 @@ const flushTimeout = 10 * time.Second
 // that a shop sends the backend one increment per item and window instead
 // of one per page view. A flush takes the whole buffer; flushes run one at
 // a time, so that a read that flushes first sees every view its process
-// counted before it. A flush that fails puts its counts back for the next.
+// counted before it. A flush that fails is sent again, under the same
+// driver.ViewFlush, before anything else, so that the driver counts it
+// once even if the failed call was applied after all (a server that
+// stalled past the call's deadline runs it when it wakes).
 type viewBuffer struct {
 	d     driver.Store
 	every time.Duration
 
 	mu      sync.Mutex
 	pending map[string]int
-	timer   *time.Timer // armed while pending is not empty
+	timer   *time.Timer // armed while pending is not empty or a flush failed
 	closed  bool
 
-	flushing sync.Mutex // held by the one flush running
+	// flushing holds a value while a flush runs; the fields below it are
+	// the flush's.
+	flushing chan struct{}
+	process  string // names this buffer's flushes (driver.ViewFlush)
+	seq      uint64 // of the last flush taken from pending
+	unsent   *unsentFlush
 	failures *counter
 }
 
+// unsentFlush is a flush that failed, to be sent again as it was.
+type unsentFlush struct {
+	flush driver.ViewFlush
+	views []driver.ItemViews
+	since time.Time // when it first failed
+}
+
 func newViewBuffer(d driver.Store, every time.Duration, failures *counter) *viewBuffer {
-	return &viewBuffer{d: d, every: every, pending: make(map[string]int), failures: failures}
+	return &viewBuffer{d: d, every: every, pending: make(map[string]int),
+		flushing: make(chan struct{}, 1), process: rand.Text(), failures: failures}
 }
 
 // add counts one view of item, and arms the timer that flushes it within
@@ -70,11 +87,25 @@ func (b *viewBuffer) flushLater() {
 	_ = b.flush(ctx)
 }
 
-// flush sends every view counted so far. If the backend fails, the counts
-// go back into the buffer and the timer is armed again.
+// flush sends the flush that failed last, if any, then every view counted
+// so far, once the flush running, if any, has ended or ctx has. If the
+// driver fails, the flush is kept to be sent again as it was, and the
+// timer is armed again. A flush that has failed for half of
+// driver.ViewFlushMemory is given up: the driver may forget it soon, and
+// would then count it twice.
 func (b *viewBuffer) flush(ctx context.Context) error {
-	b.flushing.Lock()
-	defer b.flushing.Unlock()
+	select {
+	case b.flushing <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-b.flushing }()
+	if u := b.unsent; u != nil && time.Since(u.since) < driver.ViewFlushMemory/2 {
+		if err := b.send(ctx, u.flush, u.views); err != nil {
+			return err
+		}
+	}
+	b.unsent = nil
 	b.mu.Lock()
 	if len(b.pending) == 0 {
 		b.mu.Unlock()
@@ -88,18 +119,31 @@ func (b *viewBuffer) flush(ctx context.Context) error {
 	for item, n := range taken {
 		views = append(views, driver.ItemViews{Item: item, Views: float64(n)})
 	}
-	err := b.d.CountViews(ctx, views)
+	b.seq++
+	flush := driver.ViewFlush{Process: b.process, Seq: b.seq}
+	if err := b.send(ctx, flush, views); err != nil {
+		b.unsent = &unsentFlush{flush: flush, views: views, since: time.Now()}
+		return err
+	}
+	return nil
+}
+
+// send sends one flush; if it fails, it counts the failure and arms the
+// timer again. The caller holds flushing.
+func (b *viewBuffer) send(ctx context.Context, flush driver.ViewFlush, views []driver.ItemViews) error {
+	err := b.d.CountViews(ctx, flush, views)
 	if err == nil {
 		return nil
 	}
 	b.failures.Add(1)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for item, n := range taken {
-		b.pending[item] += n
-	}
 	if !b.closed {
-		b.timer.Reset(b.every)
+		if b.timer == nil {
+			b.timer = time.AfterFunc(b.every, b.flushLater)
+		} else {
+			b.timer.Reset(b.every)
+		}
 	}
 	return err
 }

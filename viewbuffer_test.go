@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/driver"
 )
 
 // A Store adds up the views of its process and sends them as one
@@ -47,7 +48,7 @@ func TestStore_AddsUpViewsUntilTheyAreRead(t *testing.T) {
 		`UpdateToken(id(?), "alice", "a")`,
 		`RefreshSession(id(?), "a")`,
 		`RefreshSession(id(?), "c")`,
-		`CountViews("a"×5, "b"×1)`,
+		`CountViews(#1: "a"×5, "b"×1)`,
 		`ItemRank("a")`,
 		`TopItems(5)`,
 	}
@@ -74,7 +75,7 @@ func TestStore_SendsViewsWithinTheWindow(t *testing.T) {
 		}
 		time.Sleep(time.Nanosecond)
 		synctest.Wait()
-		if diff := cmp.Diff([]string{`CountViews("a"×1)`}, d.recorded()); diff != "" {
+		if diff := cmp.Diff([]string{`CountViews(#1: "a"×1)`}, d.recorded()); diff != "" {
 			t.Errorf("calls reaching the driver once the window ended (-want +got):\n%s", diff)
 		}
 	})
@@ -98,7 +99,7 @@ func TestStore_SteadyViewsOfOneItemAreSentEachWindow(t *testing.T) {
 		synctest.Wait()
 		// Views at 0, 2, ... 18 ms: windows open at 0, 6, 12 and 18 ms,
 		// each with the views of the next 5 ms.
-		want := []string{`CountViews("a"×3)`, `CountViews("a"×3)`, `CountViews("a"×3)`, `CountViews("a"×1)`}
+		want := []string{`CountViews(#1: "a"×3)`, `CountViews(#2: "a"×3)`, `CountViews(#3: "a"×3)`, `CountViews(#4: "a"×1)`}
 		if diff := cmp.Diff(want, d.recorded()); diff != "" {
 			t.Errorf("calls reaching the driver (-want +got):\n%s", diff)
 		}
@@ -114,7 +115,7 @@ func TestStore_CloseSendsTheViewsLeft(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{`CountViews("a"×1)`}, d.recorded()); diff != "" {
+	if diff := cmp.Diff([]string{`CountViews(#1: "a"×1)`}, d.recorded()); diff != "" {
 		t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
 	}
 	if d.closed() != 1 {
@@ -122,19 +123,26 @@ func TestStore_CloseSendsTheViewsLeft(t *testing.T) {
 	}
 }
 
-func TestStore_FailedFlushKeepsTheViews(t *testing.T) {
+// A flush that fails is sent again as it was, under its number, before
+// the views counted since, which go in the next flush: a driver that was
+// told the first time after all counts it once (see driver.ViewFlush).
+func TestStore_FailedFlushIsSentAgainAsItWas(t *testing.T) {
 	ctx := t.Context()
-	derr := errors.New("connection refused")
-	d := &fakeDriver{err: derr}
+	d := &fakeDriver{err: context.DeadlineExceeded}
 	s := retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: time.Hour})
 	if err := s.CountView(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FlushViews(ctx); !errors.Is(err, derr) {
+	if err := s.FlushViews(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("FlushViews() = %v, want the driver's error", err)
 	}
-	if err := s.CountView(ctx, "a"); err != nil {
-		t.Fatal(err)
+	for _, item := range []string{"a", "b"} {
+		if err := s.CountView(ctx, item); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.FlushViews(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("FlushViews() = %v, want the driver's error", err)
 	}
 	d.mu.Lock()
 	d.err = nil
@@ -142,12 +150,86 @@ func TestStore_FailedFlushKeepsTheViews(t *testing.T) {
 	if err := s.FlushViews(ctx); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{`CountViews("a"×1)`, `CountViews("a"×2)`}
+	if err := s.FlushViews(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`CountViews(#1: "a"×1)`,
+		`CountViews(#1: "a"×1)`, // the failed flush again; the new views wait
+		`CountViews(#1: "a"×1)`,
+		`CountViews(#2: "a"×1, "b"×1)`,
+	}
 	if diff := cmp.Diff(want, d.recorded()); diff != "" {
 		t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
 	}
-	if n := s.Stats().ViewFlushFailures; n != 1 {
-		t.Errorf("Stats().ViewFlushFailures = %d, want 1", n)
+	if n := s.Stats().ViewFlushFailures; n != 2 {
+		t.Errorf("Stats().ViewFlushFailures = %d, want 2", n)
+	}
+}
+
+// blockingViews is a driver whose CountViews waits for release.
+type blockingViews struct {
+	*fakeDriver
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (d *blockingViews) CountViews(ctx context.Context, flush driver.ViewFlush, views []driver.ItemViews) error {
+	d.entered <- struct{}{}
+	<-d.release
+	return d.fakeDriver.CountViews(ctx, flush, views)
+}
+
+// A call that must flush first while another flush hangs in the driver
+// (its server stalls) returns when its own context ends, not when the
+// other flush does.
+func TestStore_FlushWaitsForTheRunningOneOnlyAsLongAsItsContext(t *testing.T) {
+	d := &blockingViews{fakeDriver: &fakeDriver{}, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	s := retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: time.Hour})
+	if err := s.CountView(t.Context(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() { first <- s.FlushViews(context.Background()) }()
+	<-d.entered
+	if err := s.CountView(t.Context(), "b"); err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range []struct {
+		name string
+		run  func(ctx context.Context) error
+	}{
+		{"FlushViews", s.FlushViews},
+		{"ItemRank", func(ctx context.Context) error { _, _, err := s.ItemRank(ctx, "b"); return err }},
+		{"TopItems", func(ctx context.Context) error { _, err := s.TopItems(ctx, 10); return err }},
+		{"RescaleViews", func(ctx context.Context) error { return s.RescaleViews(ctx, 10, 0.5) }},
+	} {
+		// The deadline ends while the call waits (a context that has
+		// ended already is refused before any flush).
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		done := make(chan error, 1)
+		go func() { done <- call.run(ctx) }()
+		select {
+		case err := <-done:
+			cancel()
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%s past its deadline = %v, want context.DeadlineExceeded", call.name, err)
+			}
+		case <-time.After(10 * time.Second):
+			cancel()
+			t.Fatalf("%s did not return when its deadline passed: it waits for the flush hanging in the driver", call.name)
+		}
+	}
+	close(d.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FlushViews(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`CountViews(#1: "a"×1)`, `CountViews(#2: "b"×1)`}
+	if diff := cmp.Diff(want, d.recorded()); diff != "" {
+		t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
 	}
 }
 
@@ -167,7 +249,7 @@ func TestViewRescaler_StoresTheViewsLeftWhenItStops(t *testing.T) {
 	if err := r.Run(ctx); err != nil {
 		t.Fatalf("Run() = %v, want nil", err)
 	}
-	if diff := cmp.Diff([]string{`CountViews("a"×1)`}, d.recorded()); diff != "" {
+	if diff := cmp.Diff([]string{`CountViews(#1: "a"×1)`}, d.recorded()); diff != "" {
 		t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
 	}
 }

@@ -179,9 +179,16 @@ type Store interface {
 	// CountViews adds each entry's Views, a whole number of at least 1, to
 	// the view count of its Item; the items are distinct. It is how the
 	// views of CountView, RefreshSession and UpdateToken reach the driver:
-	// those calls of the driver do not count views themselves. A driver
-	// that fails midway may have added some of the entries.
-	CountViews(ctx context.Context, views []ItemViews) error
+	// those calls of the driver do not count views themselves.
+	//
+	// flush names the call if the Store will send the same views again
+	// after a failure (see ViewFlush); the driver must then count them
+	// once in all, even if a call that failed (its deadline passed while
+	// the server stalled) was applied after all. A driver whose failed
+	// calls apply nothing may ignore it. The zero ViewFlush names no
+	// flush: the views are not sent again, and a driver that fails midway
+	// may have added some of them.
+	CountViews(ctx context.Context, flush ViewFlush, views []ItemViews) error
 
 	// ItemRank returns item's rank by views, or ok == false if it has none.
 	ItemRank(ctx context.Context, item string) (rank int, ok bool, err error)
@@ -250,6 +257,22 @@ type SessionInfo struct {
 	LastSeen time.Time
 	Label    string // as StartSession or RenewSession last gave it; "" for none
 }
+
+// ViewFlush names one sending of the views a Store added up: Seq counts
+// the flushes of the Store named Process, from 1, and a flush that fails
+// is sent again, with its Seq, before any later one. So a driver counts
+// each flush once by keeping, for each Process, the last Seq it counted,
+// and counting a flush only if its Seq is greater; it keeps it for at
+// least ViewFlushMemory after the Process's last flush.
+type ViewFlush struct {
+	Process string
+	Seq     uint64
+}
+
+// ViewFlushMemory is how long after a Store's last flush a driver must
+// still know it (see ViewFlush): twice as long as a Store keeps sending a
+// flush that fails.
+const ViewFlushMemory = time.Hour
 
 // ItemViews is an item and its view count, as TopItems returns them.
 type ItemViews struct {

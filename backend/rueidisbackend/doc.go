@@ -30,6 +30,7 @@
 //	                         retail:logoutmark:{N} (string)  the latest of those instants among the users of bucket N (a hash of U, of 1024): only sessions logged in at or before it read their user's
 //	                         retail:logoutprobe:{R}          never seen: written and deleted in one script every second, to check that the Store hears the marks' changes (see below)
 //	viewed: (zset item→-n)   retail:{views}:viewed (zset)    same scores, so ZRANK gives rank 0 to the most viewed, ties by name
+//	                         retail:{views}:flushed:P        the number of the last flush of views counted from process P, so that a flush sent again after a failure counts once
 //	cache:H (string)         retail:page:KEY (string)        the page cache's key instead of a hash; the value starts with its expiry
 //	inv:ID (string)          retail:row:ID (string)          same
 //	schedule:, delay: (zset) retail:{rows}:schedule, :delay  one slot, so one script claims due rows

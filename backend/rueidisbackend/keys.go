@@ -43,6 +43,10 @@ func (k keys) user(user string) string { return k.prefix + "user:{" + tag(user) 
 // ascending, on a slot of its own.
 func (k keys) viewed() string { return k.viewedKey }
 
+// viewFlushes is the number of the last flush of views that the Store
+// named process counted (see driver.ViewFlush), on the counts' slot.
+func (k keys) viewFlushes(process string) string { return k.prefix + "{views}:flushed:" + process }
+
 func (k keys) page(key string) string { return k.prefix + "page:" + key }
 func (k keys) row(row string) string  { return k.prefix + "row:" + row }
 

@@ -13,19 +13,35 @@ import (
 // order, which is exactly the order of ranks: most viewed first, ties by
 // name ascending, so ranks and the top items are read from it directly.
 
-// CountViews implements driver.Store: one ZINCRBY an item, in one round
-// trip.
-func (s *store) CountViews(ctx context.Context, views []driver.ItemViews) error {
-	calls := make([]call, len(views))
-	for i, v := range views {
-		calls[i] = call{cmd: s.c.B().Zincrby().Key(s.k.viewed()).Increment(-v.Views).Member(v.Item).Build()}
+// countViews adds the views to the counts, KEYS[1], unless they are a
+// flush of a process whose last counted flush, KEYS[2], is this one or a
+// later one: ARGV[1] is the flush's number (0: not a flush, always
+// counted), ARGV[2] the ms the process's last flush is kept, then each
+// item and its views, negated. It answers 1 if it counted them, else 0.
+var countViews = newScript(`
+local seq = tonumber(ARGV[1])
+if seq > 0 then
+	local last = redis.call('GET', KEYS[2])
+	if last and tonumber(last) >= seq then return 0 end
+end
+for i = 3, #ARGV, 2 do
+	redis.call('ZINCRBY', KEYS[1], ARGV[i + 1], ARGV[i])
+end
+if seq > 0 then redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2]) end
+return 1
+`)
+
+// CountViews implements driver.Store: one script on the counts' slot,
+// which counts a flush once (see driver.ViewFlush) by keeping the number
+// of the process's last counted flush beside the counts.
+func (s *store) CountViews(ctx context.Context, flush driver.ViewFlush, views []driver.ItemViews) error {
+	args := make([]string, 0, 2+2*len(views))
+	args = append(args, strconv.FormatUint(flush.Seq, 10), i64(driver.ViewFlushMemory.Milliseconds()))
+	for _, v := range views {
+		args = append(args, v.Item, strconv.FormatFloat(-v.Views, 'f', -1, 64))
 	}
-	for _, r := range s.do(ctx, calls...) {
-		if err := r.Error(); err != nil {
-			return err
-		}
-	}
-	return nil
+	keys := []string{s.k.viewed(), s.k.viewFlushes(flush.Process)}
+	return s.do(ctx, s.scriptCall(countViews, keys, args))[0].Error()
 }
 
 // ItemRank implements driver.Store. Counts change on every view, so ranks
