@@ -292,11 +292,11 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 	}
 	rs.cur, rs.curOK = s, true
 	if opts.BrowserSession {
-		http.SetCookie(w, m.cookie(value, 0))
+		sendCookie(w, m.cookie(value, 0))
 	} else {
 		// At least a second: a Max-Age of 0 would make it a browser-session
 		// cookie.
-		http.SetCookie(w, m.cookie(value, max(int(maxAge/time.Second), 1)))
+		sendCookie(w, m.cookie(value, max(int(maxAge/time.Second), 1)))
 	}
 	return s, nil
 }
@@ -341,7 +341,7 @@ func (m *SessionManager) Renew(ctx context.Context, w http.ResponseWriter) (Sess
 	}
 	if !ok {
 		rs.cur, rs.curOK = Session{}, false
-		http.SetCookie(w, m.clearCookie())
+		sendCookie(w, m.clearCookie())
 		return Session{}, noSession("Renew")
 	}
 	rs.cur = s
@@ -359,7 +359,7 @@ func (m *SessionManager) Renew(ctx context.Context, w http.ResponseWriter) (Sess
 		if value, err = m.browserValue(ctx, s, value); err != nil {
 			return s, err
 		}
-		http.SetCookie(w, m.cookie(value, 0))
+		sendCookie(w, m.cookie(value, 0))
 		return s, nil
 	}
 	until, ok := parseInstant(kind)
@@ -375,7 +375,7 @@ func (m *SessionManager) Renew(ctx context.Context, w http.ResponseWriter) (Sess
 			return s, err
 		}
 	}
-	http.SetCookie(w, m.cookie(value, max(int(left/time.Second), 1)))
+	sendCookie(w, m.cookie(value, max(int(left/time.Second), 1)))
 	return s, nil
 }
 
@@ -430,7 +430,7 @@ func (m *SessionManager) Logout(ctx context.Context, w http.ResponseWriter) erro
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	http.SetCookie(w, m.clearCookie())
+	sendCookie(w, m.clearCookie())
 	if !rs.curOK {
 		return nil
 	}
@@ -456,7 +456,7 @@ func (m *SessionManager) LogoutEverywhere(ctx context.Context, w http.ResponseWr
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	http.SetCookie(w, m.clearCookie())
+	sendCookie(w, m.clearCookie())
 	if !rs.curOK {
 		return 0, nil
 	}

@@ -785,3 +785,55 @@ func TestSessionManager_LogoutEverywhereHoldsAgainstALoginInFlight(t *testing.T)
 		t.Errorf("UserSessions(alice) = %d sessions, %v, want none", len(infos), err)
 	}
 }
+
+// Every response that sets or clears the session cookie is private, so that
+// no shared cache keeps a cookie that names a session: Ensure's guest
+// session (on a page the page cache does not handle), a login over a
+// Cache-Control the handler set, and a logout.
+func TestSessionManager_ResponsesThatSetTheCookieArePrivate(t *testing.T) {
+	s, _ := newStore(t)
+	m := newManager(t, s, retailhttp.SessionOptions{})
+	serve := func(cookie *http.Cookie, f func(w http.ResponseWriter, r *http.Request) error) *http.Response {
+		t.Helper()
+		h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := f(w, r); err != nil {
+				t.Error(err)
+			}
+		}))
+		req := httptest.NewRequest(http.MethodGet, "/item?item=kettle", nil)
+		if cookie != nil {
+			req.AddCookie(cookie)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Result()
+	}
+	guest := serve(nil, func(w http.ResponseWriter, r *http.Request) error {
+		_, err := m.Ensure(r.Context(), w)
+		return err
+	})
+	login := serve(sessionCookie(t, guest), func(w http.ResponseWriter, r *http.Request) error {
+		w.Header().Set("Cache-Control", "public, max-age=60")
+		_, err := m.Login(r.Context(), w, "alice")
+		return err
+	})
+	logout := serve(sessionCookie(t, login), func(w http.ResponseWriter, r *http.Request) error {
+		return m.Logout(r.Context(), w)
+	})
+	for _, tt := range []struct {
+		name string
+		resp *http.Response
+		want string
+	}{
+		{"Ensure", guest, "private"},
+		{"Login", login, "private, max-age=60"},
+		{"Logout", logout, "private"},
+	} {
+		if len(tt.resp.Header["Set-Cookie"]) == 0 {
+			t.Errorf("%s set no cookie", tt.name)
+		}
+		if got := tt.resp.Header.Get("Cache-Control"); got != tt.want {
+			t.Errorf("%s's response Cache-Control = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

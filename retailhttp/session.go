@@ -255,7 +255,7 @@ func (m *SessionManager) Handler(next http.Handler) http.Handler {
 			}
 		}
 		if hasCookie {
-			http.SetCookie(w, m.clearCookie())
+			sendCookie(w, m.clearCookie())
 		}
 		if item != "" {
 			if err := m.store.CountView(ctx, item); err != nil {
@@ -321,7 +321,7 @@ func ItemFromQuery(r *http.Request) string {
 
 // setCookie sets a session cookie holding value on w, for MaxAge.
 func (m *SessionManager) setCookie(w http.ResponseWriter, value string) {
-	http.SetCookie(w, m.cookie(value, int(m.opts.MaxAge/time.Second)))
+	sendCookie(w, m.cookie(value, int(m.opts.MaxAge/time.Second)))
 }
 
 // cookieValue returns the value of the cookie that names s: its token, or
@@ -403,4 +403,14 @@ func decodeSignedSession(data []byte) (Session, bool) {
 		return Session{}, false
 	}
 	return s, true
+}
+
+// sendCookie sets the session cookie c on w and makes the response private
+// (see private): a response that names a session, or ends one, is for its
+// visitor alone, and a shared cache that kept it would hand the cookie to
+// others. A handler that sets Cache-Control after this replaces it.
+func sendCookie(w http.ResponseWriter, c *http.Cookie) {
+	http.SetCookie(w, c)
+	h := w.Header()
+	h.Set("Cache-Control", private(h.Get("Cache-Control")))
 }
