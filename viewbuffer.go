@@ -97,6 +97,9 @@ func (b *viewBuffer) flush(ctx context.Context) error {
 	select {
 	case b.flushing <- struct{}{}:
 	case <-ctx.Done():
+		// The views waiting now may have opened their window while the
+		// flush running held them off: no timer would take them.
+		b.arm(true)
 		return ctx.Err()
 	}
 	defer func() { <-b.flushing }()
@@ -136,16 +139,23 @@ func (b *viewBuffer) send(ctx context.Context, flush driver.ViewFlush, views []d
 		return nil
 	}
 	b.failures.Add(1)
+	b.arm(false)
+	return err
+}
+
+// arm arms the timer to flush in a window, unless close has begun, or
+// ifPending is set and no views wait.
+func (b *viewBuffer) arm(ifPending bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.closed {
-		if b.timer == nil {
-			b.timer = time.AfterFunc(b.every, b.flushLater)
-		} else {
-			b.timer.Reset(b.every)
-		}
+	if b.closed || ifPending && len(b.pending) == 0 {
+		return
 	}
-	return err
+	if b.timer == nil {
+		b.timer = time.AfterFunc(b.every, b.flushLater)
+	} else {
+		b.timer.Reset(b.every)
+	}
 }
 
 // close stops the timer and flushes what is left.

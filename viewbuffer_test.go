@@ -296,3 +296,42 @@ func TestStore_ViewCountedDuringCloseReachesTheDriver(t *testing.T) {
 		t.Fatalf("RefreshSession reported success during Close, but its view never reached the driver: %q", d.recorded())
 	}
 }
+
+// A window opened while a long flush runs is flushed once that flush ends,
+// even though the timer's flush gave up waiting for it: the views do not
+// wait for the next read or Close.
+func TestStore_ViewsOfAWindowHeldOffByALongFlushAreStillSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &blockingViews{fakeDriver: &fakeDriver{}, entered: make(chan struct{}, 1), release: make(chan struct{})}
+		s := retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: time.Second})
+		if err := s.CountView(t.Context(), "a"); err != nil {
+			t.Fatal(err)
+		}
+		first := make(chan error, 1)
+		go func() { first <- s.FlushViews(context.Background()) }() // a read with no deadline, its server stalled
+		<-d.entered
+		if err := s.CountView(t.Context(), "b"); err != nil { // opens a window
+			t.Fatal(err)
+		}
+		time.Sleep(12 * time.Second) // the timer's flush waited 10 s for the first, and gave up
+		synctest.Wait()
+		close(d.release)
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for range d.entered {
+			}
+		}()
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		want := []string{`CountViews(#1: "a"×1)`, `CountViews(#2: "b"×1)`}
+		if diff := cmp.Diff(want, d.recorded()); diff != "" {
+			t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		close(d.entered)
+	})
+}
