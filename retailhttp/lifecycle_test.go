@@ -837,3 +837,27 @@ func TestSessionManager_ResponsesThatSetTheCookieArePrivate(t *testing.T) {
 		}
 	}
 }
+
+// A request with a dead session cookie gets the cookie cleared, and its
+// response stays private even if the handler makes it public afterwards
+// (a favicon's long max-age): a shared cache must not clear the cookie of
+// every visitor it serves.
+func TestSessionManager_ClearingADeadCookieKeepsTheResponsePrivate(t *testing.T) {
+	s, _ := newStore(t)
+	m := newManager(t, s, retailhttp.SessionOptions{})
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		w.Write([]byte("icon"))
+	}))
+	req := httptest.NewRequest(http.MethodGet, "/favicon.ico", nil)
+	req.AddCookie(&http.Cookie{Name: retailhttp.DefaultSessionCookie, Value: "0123456789abcdef0123456789abcdef"})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	resp := rec.Result()
+	if len(resp.Header["Set-Cookie"]) == 0 {
+		t.Fatal("the dead cookie was not cleared")
+	}
+	if got, want := resp.Header.Get("Cache-Control"), "private, max-age=86400"; got != want {
+		t.Errorf("Cache-Control = %q, want %q", got, want)
+	}
+}

@@ -1,10 +1,12 @@
 package retailhttp
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -256,6 +258,7 @@ func (m *SessionManager) Handler(next http.Handler) http.Handler {
 		}
 		if hasCookie {
 			sendCookie(w, m.clearCookie())
+			w = &privateWriter{ResponseWriter: w}
 		}
 		if item != "" {
 			if err := m.store.CountView(ctx, item); err != nil {
@@ -413,4 +416,55 @@ func sendCookie(w http.ResponseWriter, c *http.Cookie) {
 	http.SetCookie(w, c)
 	h := w.Header()
 	h.Set("Cache-Control", private(h.Get("Cache-Control")))
+}
+
+// privateWriter is the writer a handler gets on a request whose dead
+// session cookie the Handler cleared before it ran: the response stays
+// private whatever Cache-Control the handler sets (a favicon's public
+// max-age, say), so that no shared cache hands the clearing to every
+// visitor.
+type privateWriter struct {
+	http.ResponseWriter
+	done bool
+}
+
+var (
+	_ http.Flusher  = (*privateWriter)(nil)
+	_ http.Hijacker = (*privateWriter)(nil)
+)
+
+func (w *privateWriter) WriteHeader(code int) {
+	if code >= 200 {
+		w.keepPrivate()
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *privateWriter) Write(b []byte) (int, error) {
+	w.keepPrivate()
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush flushes the underlying writer, if it can.
+func (w *privateWriter) Flush() {
+	w.keepPrivate()
+	http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Hijack hijacks the underlying writer's connection, if it can: for
+// handlers that assert http.Hijacker (a WebSocket upgrade).
+func (w *privateWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(w.ResponseWriter).Hijack()
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (w *privateWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// keepPrivate makes the header private before it is written.
+func (w *privateWriter) keepPrivate() {
+	if !w.done {
+		w.done = true
+		h := w.Header()
+		h.Set("Cache-Control", private(h.Get("Cache-Control")))
+	}
 }
