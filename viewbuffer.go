@@ -144,18 +144,15 @@ func (b *viewBuffer) send(ctx context.Context, flush driver.ViewFlush, views []d
 }
 
 // arm arms the timer to flush in a window, unless close has begun, or
-// ifPending is set and no views wait.
+// ifPending is set and no views wait. The first view added made the
+// timer; nothing else has anything to flush.
 func (b *viewBuffer) arm(ifPending bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed || ifPending && len(b.pending) == 0 {
+	if b.closed || b.timer == nil || ifPending && len(b.pending) == 0 {
 		return
 	}
-	if b.timer == nil {
-		b.timer = time.AfterFunc(b.every, b.flushLater)
-	} else {
-		b.timer.Reset(b.every)
-	}
+	b.timer.Reset(b.every)
 }
 
 // close stops the timer and flushes what is left.

@@ -182,55 +182,58 @@ func (d *blockingViews) CountViews(ctx context.Context, flush driver.ViewFlush, 
 
 // A call that must flush first while another flush hangs in the driver
 // (its server stalls) returns when its own context ends, not when the
-// other flush does.
+// other flush does. On synctest's clock, so that the deadline passes
+// while the call waits, however slow the machine.
 func TestStore_FlushWaitsForTheRunningOneOnlyAsLongAsItsContext(t *testing.T) {
-	d := &blockingViews{fakeDriver: &fakeDriver{}, entered: make(chan struct{}, 1), release: make(chan struct{})}
-	s := retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: time.Hour})
-	if err := s.CountView(t.Context(), "a"); err != nil {
-		t.Fatal(err)
-	}
-	first := make(chan error, 1)
-	go func() { first <- s.FlushViews(context.Background()) }()
-	<-d.entered
-	if err := s.CountView(t.Context(), "b"); err != nil {
-		t.Fatal(err)
-	}
-	for _, call := range []struct {
-		name string
-		run  func(ctx context.Context) error
-	}{
-		{"FlushViews", s.FlushViews},
-		{"ItemRank", func(ctx context.Context) error { _, _, err := s.ItemRank(ctx, "b"); return err }},
-		{"TopItems", func(ctx context.Context) error { _, err := s.TopItems(ctx, 10); return err }},
-		{"RescaleViews", func(ctx context.Context) error { return s.RescaleViews(ctx, 10, 0.5) }},
-	} {
-		// The deadline ends while the call waits (a context that has
-		// ended already is refused before any flush).
-		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-		done := make(chan error, 1)
-		go func() { done <- call.run(ctx) }()
-		select {
-		case err := <-done:
-			cancel()
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Errorf("%s past its deadline = %v, want context.DeadlineExceeded", call.name, err)
-			}
-		case <-time.After(10 * time.Second):
-			cancel()
-			t.Fatalf("%s did not return when its deadline passed: it waits for the flush hanging in the driver", call.name)
+	synctest.Test(t, func(t *testing.T) {
+		d := &blockingViews{fakeDriver: &fakeDriver{}, entered: make(chan struct{}, 1), release: make(chan struct{})}
+		s := retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: time.Hour})
+		if err := s.CountView(t.Context(), "a"); err != nil {
+			t.Fatal(err)
 		}
-	}
-	close(d.release)
-	if err := <-first; err != nil {
-		t.Fatal(err)
-	}
-	if err := s.FlushViews(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	want := []string{`CountViews(#1: "a"×1)`, `CountViews(#2: "b"×1)`}
-	if diff := cmp.Diff(want, d.recorded()); diff != "" {
-		t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
-	}
+		first := make(chan error, 1)
+		go func() { first <- s.FlushViews(context.Background()) }()
+		<-d.entered
+		if err := s.CountView(t.Context(), "b"); err != nil {
+			t.Fatal(err)
+		}
+		for _, call := range []struct {
+			name string
+			run  func(ctx context.Context) error
+		}{
+			{"FlushViews", s.FlushViews},
+			{"ItemRank", func(ctx context.Context) error { _, _, err := s.ItemRank(ctx, "b"); return err }},
+			{"TopItems", func(ctx context.Context) error { _, err := s.TopItems(ctx, 10); return err }},
+			{"RescaleViews", func(ctx context.Context) error { return s.RescaleViews(ctx, 10, 0.5) }},
+		} {
+			// The deadline ends while the call waits (a context that has
+			// ended already is refused before any flush).
+			ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+			done := make(chan error, 1)
+			go func() { done <- call.run(ctx) }()
+			select {
+			case err := <-done:
+				cancel()
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("%s past its deadline = %v, want context.DeadlineExceeded", call.name, err)
+				}
+			case <-time.After(10 * time.Second):
+				cancel()
+				t.Fatalf("%s did not return when its deadline passed: it waits for the flush hanging in the driver", call.name)
+			}
+		}
+		close(d.release)
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		if err := s.FlushViews(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{`CountViews(#1: "a"×1)`, `CountViews(#2: "b"×1)`}
+		if diff := cmp.Diff(want, d.recorded()); diff != "" {
+			t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
+		}
+	})
 }
 
 // A ViewRescaler that stops stores the views its process added up.

@@ -58,7 +58,7 @@ func (s *store) Page(ctx context.Context, key string) ([]byte, bool, error) {
 // real time, so that Redis never drops a page the Store's clock still
 // considers live (see Options.TTLSlack).
 func (s *store) SetPage(ctx context.Context, key string, body []byte, ttl time.Duration) error {
-	v := s.pageValue("", body, ttl)
+	v := s.pageValue(s.nowMs(), "", body, ttl)
 	k := s.k.page(key)
 	px := settings.Millis(ttl) + s.ttlSlack.Milliseconds()
 	if err := s.c.Do(ctx, s.c.B().Set().Key(k).Value(rueidis.BinaryString(v)).PxMilliseconds(px).Build()).Error(); err != nil {
@@ -68,9 +68,10 @@ func (s *store) SetPage(ctx context.Context, key string, body []byte, ttl time.D
 	return nil
 }
 
-// pageValue encodes a page of item ("" for none) that expires ttl from now.
-func (s *store) pageValue(item string, body []byte, ttl time.Duration) []byte {
-	h := uint64(s.nowMs() + settings.Millis(ttl)) // whole ms, rounded up: never sooner than ttl
+// pageValue encodes a page of item ("" for none) that expires ttl after
+// now (Unix ms).
+func (s *store) pageValue(now int64, item string, body []byte, ttl time.Duration) []byte {
+	h := uint64(now + settings.Millis(ttl)) // whole ms, rounded up: never sooner than ttl
 	if item == "" {
 		v := make([]byte, pageHeader+len(body))
 		binary.BigEndian.PutUint64(v, h)
@@ -130,7 +131,7 @@ return 1
 // than its live pages.
 func (s *store) SetItemPage(ctx context.Context, item, key string, body []byte, ttl time.Duration) error {
 	now := s.nowMs()
-	v := s.pageValue(item, body, ttl)
+	v := s.pageValue(now, item, body, ttl)
 	k := s.k.page(key)
 	slack := s.ttlSlack.Milliseconds()
 	px := settings.Millis(ttl) + slack
