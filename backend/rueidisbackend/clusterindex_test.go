@@ -316,3 +316,134 @@ func TestCluster_UpdateTokenOverALoggedOutSessionChecksEvenIfItsIndexWriteFails(
 		t.Errorf("RecentItems(tok-1) of bob's session = %q, %v; want none: alice's session was over", recent, err)
 	}
 }
+
+// heldClient is a rueidis client whose round trips (DoMulti) that name the
+// key hold names wait, each until the test lets it go (see next), as if
+// the caller had been descheduled right before sending it. Every other
+// command goes through.
+type heldClient struct {
+	rueidis.Client
+	mu   sync.Mutex
+	hold string
+	held chan chan struct{} // a round trip waiting, told on its channel to go
+}
+
+// holdKey makes the round trips that name key wait ("" for none).
+func (h *heldClient) holdKey(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.hold = key
+	if h.held == nil {
+		h.held = make(chan chan struct{}, 8)
+	}
+}
+
+// next waits for a round trip to be held, and returns what lets it go.
+func (h *heldClient) next(t *testing.T) (release func()) {
+	t.Helper()
+	select {
+	case go1 := <-h.held:
+		return func() { close(go1) }
+	case <-time.After(10 * time.Second):
+		t.Fatal("no round trip was held")
+		return nil
+	}
+}
+
+func (h *heldClient) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
+	h.mu.Lock()
+	key, held := h.hold, h.held
+	h.mu.Unlock()
+	for _, cmd := range multi {
+		if key != "" && slices.Contains(cmd.Commands(), key) {
+			go1 := make(chan struct{})
+			held <- go1
+			<-go1
+			break
+		}
+	}
+	return h.Client.DoMulti(ctx, multi...)
+}
+
+// TestCluster_LateUserIndexWriteOfAnEndedSessionLeavesTheNextListed: in a
+// cluster a login's user index entry is written after its session script,
+// in a round trip of its own. If that write is late (the caller was
+// descheduled), a Logout may have ended the session and another login
+// under the same token indexed its own session in between: the late write
+// replaces the new session's entry with the ended session's created stamp,
+// which the Logout's own index write, landing last, then removes. The new
+// session, live, must still be listed under its user.
+func TestCluster_LateUserIndexWriteOfAnEndedSessionLeavesTheNextListed(t *testing.T) {
+	clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+	c, prefix := clusterTarget(t).client(t, rueidis.ClientOption{})
+	h := &heldClient{Client: c}
+	s := mustNew(t, h, rueidisbackend.Options{Prefix: prefix, Clock: clock})
+	h.holdKey(userKey(prefix, "alice"))
+	first := make(chan error, 1)
+	go func() {
+		_, err := s.StartSession(bg, "tok", "alice")
+		first <- err
+	}()
+	releaseFirst := h.next(t) // the first login's index writes
+	logout := make(chan error, 1)
+	go func() { logout <- s.Logout(bg, "tok") }()
+	releaseLogout := h.next(t) // the Logout's, after its script ended the session
+	h.holdKey("")
+	if ok, err := s.StartSession(bg, "tok", "alice"); !ok || err != nil {
+		t.Fatalf("StartSession(tok, alice) after the Logout = %v, %v; want true, nil", ok, err)
+	}
+	releaseFirst()
+	if err := <-first; err != nil {
+		t.Fatalf("the first StartSession(tok, alice) = %v", err)
+	}
+	releaseLogout()
+	if err := <-logout; err != nil {
+		t.Fatalf("Logout(tok) = %v", err)
+	}
+	if user, ok, err := s.CheckToken(bg, "tok"); user != "alice" || !ok || err != nil {
+		t.Fatalf("CheckToken(tok) = %q, %v, %v; want alice's session", user, ok, err)
+	}
+	infos, err := s.UserSessions(bg, "alice")
+	if err != nil || len(infos) != 1 || infos[0].ID != retail.SessionID("tok") {
+		t.Errorf("UserSessions(alice) = %+v, %v; want the live session of tok", infos, err)
+	}
+}
+
+// TestCluster_LateUserIndexWriteOfALoginLeavesTheNextSessionListed is the
+// same race for a login on a live session (UpdateToken with another user),
+// whose user index write is as late.
+func TestCluster_LateUserIndexWriteOfALoginLeavesTheNextSessionListed(t *testing.T) {
+	clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+	c, prefix := clusterTarget(t).client(t, rueidis.ClientOption{})
+	h := &heldClient{Client: c}
+	s := mustNew(t, h, rueidisbackend.Options{Prefix: prefix, Clock: clock})
+	if _, err := s.StartSession(bg, "tok", "alice"); err != nil {
+		t.Fatalf("StartSession(tok, alice) = %v", err)
+	}
+	h.holdKey(userKey(prefix, "bob"))
+	login := make(chan error, 1)
+	go func() { login <- s.UpdateToken(bg, "tok", "bob", "") }()
+	releaseLogin := h.next(t) // the login's index writes
+	logout := make(chan error, 1)
+	go func() { logout <- s.Logout(bg, "tok") }()
+	releaseLogout := h.next(t) // the Logout's, after its script ended the session
+	h.holdKey("")
+	if ok, err := s.StartSession(bg, "tok", "bob"); !ok || err != nil {
+		t.Fatalf("StartSession(tok, bob) after the Logout = %v, %v; want true, nil", ok, err)
+	}
+	releaseLogin()
+	if err := <-login; err != nil {
+		t.Fatalf("UpdateToken(tok, bob) = %v", err)
+	}
+	releaseLogout()
+	if err := <-logout; err != nil {
+		t.Fatalf("Logout(tok) = %v", err)
+	}
+	if user, ok, err := s.CheckToken(bg, "tok"); user != "bob" || !ok || err != nil {
+		t.Fatalf("CheckToken(tok) = %q, %v, %v; want bob's session", user, ok, err)
+	}
+	infos, err := s.UserSessions(bg, "bob")
+	if err != nil || len(infos) != 1 || infos[0].ID != retail.SessionID("tok") {
+		t.Errorf("UserSessions(bob) = %+v, %v; want the live session of tok", infos, err)
+	}
+}

@@ -88,7 +88,7 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string, 
 		if newUser != "" {
 			indexing = append(indexing, s.addUserCall(newUser, newToken, cstamp))
 		}
-		if err := s.indexNew(ctx, newToken, stamp, indexing); err != nil {
+		if err := s.indexNew(ctx, newToken, stamp, newUser, cstamp, indexing); err != nil {
 			return 0, err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/retailkit/retail/driver"
 	"github.com/retailkit/retail/internal/settings"
 )
@@ -47,7 +48,7 @@ func (s *store) StartSession(ctx context.Context, token, user string, lifetime t
 	if user != "" {
 		calls = append(calls, s.addUserCall(user, token, formatStamp(stamp)))
 	}
-	return driver.OK, s.indexNew(ctx, token, stamp, calls)
+	return driver.OK, s.indexNew(ctx, token, stamp, user, formatStamp(stamp), calls)
 }
 
 // start runs start.lua for token's new session of user with the seen value
@@ -268,9 +269,9 @@ func (s *store) updateToken(ctx context.Context, token, user, item string) (was 
 		return was, err
 	}
 	var more []call
+	var cstamp string
 	if s.cluster && (fresh == 1 || replaced) && user != "" {
-		cstamp, err := reply[3].ToString()
-		if err != nil {
+		if cstamp, err = reply[3].ToString(); err != nil {
 			return was, err
 		}
 		more = append(more, s.addUserCall(user, token, cstamp))
@@ -278,26 +279,39 @@ func (s *store) updateToken(ctx context.Context, token, user, item string) (was 
 	if fresh == 1 || replaced {
 		more = append(more, s.unindexDropped(token, prev, user)...)
 	}
-	if !s.cluster || !moved {
-		return was, s.send(ctx, more)
-	}
-	e, err := strconv.ParseFloat(entry, 64)
-	if err != nil {
-		return was, err
-	}
-	if fresh == 1 {
-		return was, s.indexNew(ctx, token, e, more)
-	}
-	// The session was live: its entry is only raised, never created (see
-	// bumpCall), so that a Logout landing in between leaves none; a failed
-	// raise is left to cleaning, which moves lagging entries up.
-	res := s.withDeferred(ctx, append([]call{s.bumpCall(token, entry)}, more...)...)
-	for _, r := range res[1:] {
-		if err := r.Error(); err != nil {
+	switch {
+	case !s.cluster || !moved:
+		if err := s.send(ctx, more); err != nil {
 			return was, err
 		}
+	case fresh == 1:
+		e, err := strconv.ParseFloat(entry, 64)
+		if err != nil {
+			return was, err
+		}
+		return was, s.indexNew(ctx, token, e, user, cstamp, more)
+	default:
+		// The session was live: its entry is only raised, never created
+		// (see bumpCall), so that a Logout landing in between leaves none;
+		// a failed raise is left to cleaning, which moves lagging entries
+		// up.
+		res := s.withDeferred(ctx, append([]call{s.bumpCall(token, entry)}, more...)...)
+		for _, r := range res[1:] {
+			if err := r.Error(); err != nil {
+				return was, err
+			}
+		}
 	}
-	return was, nil
+	if !s.cluster || !replaced || user == "" {
+		return was, nil
+	}
+	// A login on a live session wrote the user's index entry as a new
+	// session does, and may have landed as late (see indexNew).
+	v, found, err := s.loginOf(ctx, token)
+	if !found || err != nil {
+		return was, err
+	}
+	return was, s.relist(ctx, token, user, cstamp, v)
 }
 
 // updateCall is UpdateToken's call of update.lua for token's session, in
@@ -319,7 +333,15 @@ func (s *store) updateCall(key, token, user, item, loggedOut string) batchCall {
 // so that it is no stray. (One that deletes it after the check finds the
 // entry, and removes it itself.) If the index's node fails, the entry is
 // kept for later (deferred.go).
-func (s *store) indexNew(ctx context.Context, token string, stamp float64, more []call) error {
+//
+// more writes the session's entry in user's index too, with created stamp
+// cstamp, unless user is "". That write replaces whatever entry token had
+// there: landing late, after a Logout ended this session and another
+// login under token wrote its own session's entry, it puts this session's
+// back, which the Logout's removal, landing after it, then takes away,
+// and the live session is listed nowhere. So the check reads the login,
+// and lists again a session of user that token holds since (see relist).
+func (s *store) indexNew(ctx context.Context, token string, stamp float64, user, cstamp string, more []call) error {
 	res := s.withDeferred(ctx, append([]call{s.indexCall(token, stamp)}, more...)...)
 	failed := res[0].Error() != nil
 	if failed {
@@ -335,11 +357,51 @@ func (s *store) indexNew(ctx context.Context, token string, stamp float64, more 
 	if failed {
 		return nil
 	}
-	n, err := s.c.Do(ctx, s.c.B().Exists().Key(s.k.session(token)).Build()).AsInt64()
-	if err != nil || n == 1 {
+	v, found, err := s.loginOf(ctx, token)
+	if err != nil {
 		return err
 	}
-	return s.send(ctx, []call{s.unindexCall([]string{token, formatStamp(stamp)})})
+	if !found {
+		return s.send(ctx, []call{s.unindexCall([]string{token, formatStamp(stamp)})})
+	}
+	return s.relist(ctx, token, user, cstamp, v)
+}
+
+// loginOf reads the login of token's session from the server; found is
+// false if there is none.
+func (s *store) loginOf(ctx context.Context, token string) (v string, found bool, err error) {
+	v, err = s.c.Do(ctx, s.c.B().Hget().Key(s.k.session(token)).Field("login").Build()).ToString()
+	if rueidis.IsRedisNil(err) {
+		return "", false, nil
+	}
+	return v, err == nil, err
+}
+
+// relist follows a write of token's entry in user's index with created
+// stamp cstamp (nothing to do if user is ""), given the login v that
+// token's session held after it. If that is another session of user,
+// created since, the write may have replaced its entry: the entry is
+// written again with that session's created stamp, and the session read
+// again, until a read after the last write finds the session it wrote.
+// Sessions created after that read write their own entry after it, so that
+// no write of this call lands after theirs.
+func (s *store) relist(ctx context.Context, token, user, cstamp, v string) error {
+	for user != "" {
+		l, ok := parseLogin(v)
+		if !ok || l.user != user || l.cstamp == cstamp {
+			return nil
+		}
+		cstamp = l.cstamp
+		if err := s.send(ctx, []call{s.addUserCall(user, token, cstamp)}); err != nil {
+			return err
+		}
+		var found bool
+		var err error
+		if v, found, err = s.loginOf(ctx, token); !found || err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RecentItems implements driver.Store, reading the session through the
