@@ -41,13 +41,16 @@
 // update_token), and that call also says whether the session is live; so
 // Logout and expiry hold in both modes, and signed cookies save no round
 // trip. What they do give: a cookie this server did not make (forged,
-// guessed, tampered with) never reaches the Store (with token cookies, a
-// well-formed guess costs one lookup), and a session cannot outlast the expiry
-// signed into its cookie ([SessionOptions].MaxAge, or the
-// [LoginOptions].Lifetime of its login) even if the Store's lifetime is
-// longer. What they cost: a longer cookie, keys to keep secret
-// and rotate, and the user readable by the client. Token cookies are the
-// simpler choice.
+// guessed, tampered with) never reaches the Store, and a session cannot
+// outlast the expiry signed into its cookie ([SessionOptions].MaxAge, or
+// the [LoginOptions].Lifetime of its login) even if the Store's lifetime is
+// longer. With token cookies a well-formed guess costs a lookup; on Redis
+// that is a cached read and a script call, and Redis keeps a record that
+// the client read the key (about 150 bytes, measured) until its tracking
+// table is full (tracking-table-max-keys, a million keys by default), so a
+// flood of guesses grows its memory by up to about 150 MB. What signed cookies cost:
+// a longer cookie, keys to keep secret and rotate, and the user readable
+// by the client. Token cookies are the simpler choice.
 //
 // Signed cookies use a [CookieSigner] (HMAC-SHA256, key rotation,
 // constant-time checks), which shops can also use for cookies of their own.

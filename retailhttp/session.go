@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/retailkit/retail"
@@ -52,7 +54,12 @@ type SessionStore interface {
 // defaults named on each.
 type SessionOptions struct {
 	// CookieName is the session cookie's name; DefaultSessionCookie if
-	// empty.
+	// empty. On an HTTPS site, "__Host-" and a name (with Secure, Path
+	// "/" and no Domain, which browsers require of such a cookie) keeps
+	// other sites under the same domain from planting a session cookie
+	// that the browser would send with this site's own. A request's
+	// cookies of the name are tried in the order it sent them, a few at
+	// most, and the first that names a live session is used.
 	CookieName string
 
 	// Path and Domain are the cookie's attributes; Path is
@@ -201,6 +208,9 @@ func NewSessionManager(s SessionStore, opts SessionOptions) (*SessionManager, er
 			return nil, invalid(op, c.arg, "refused by net/http ("+err.Error()+")")
 		}
 	}
+	if why := prefixRule(opts); why != "" {
+		return nil, invalid(op, "CookieName", why)
+	}
 	if opts.MaxAge < time.Second {
 		return nil, invalid(op, "MaxAge", "shorter than a second")
 	}
@@ -240,9 +250,9 @@ func (m *SessionManager) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		item := m.viewedItem(r)
-		token, hasCookie := m.cookieToken(r)
+		tokens, clear := m.cookieTokens(r)
 		rs := &requestSession{m: m}
-		if token != "" {
+		for _, token := range tokens {
 			user, ok, err := m.store.RefreshSession(ctx, token, item)
 			if err != nil {
 				m.fail(w, r, err)
@@ -256,7 +266,7 @@ func (m *SessionManager) Handler(next http.Handler) http.Handler {
 				return
 			}
 		}
-		if hasCookie {
+		if clear {
 			sendCookie(w, m.clearCookie())
 			w = &privateWriter{ResponseWriter: w}
 		}
@@ -282,30 +292,66 @@ func (m *SessionManager) viewedItem(r *http.Request) string {
 	return item
 }
 
-// cookieToken returns the token r's session cookie names, or "" if it has
-// no such cookie or the cookie is not one this manager could have set
-// (then hasCookie is still true, so that the cookie is cleared).
-func (m *SessionManager) cookieToken(r *http.Request) (token string, hasCookie bool) {
-	c, err := r.Cookie(m.opts.CookieName)
-	if err != nil {
-		return "", false
+// prefixRule returns why browsers would refuse the session cookie that
+// opts describe for its name's prefix (RFC 6265bis), or "" if they would
+// not.
+func prefixRule(opts SessionOptions) string {
+	switch {
+	case strings.HasPrefix(opts.CookieName, "__Host-") && (!opts.Secure || opts.Path != "/" || opts.Domain != ""):
+		return `starts with "__Host-", which needs Secure, Path "/" and no Domain`
+	case strings.HasPrefix(opts.CookieName, "__Secure-") && !opts.Secure:
+		return `starts with "__Secure-", which needs Secure`
 	}
-	if m.signer == nil {
-		if !isToken(c.Value) {
-			// Not a token this manager issued: no need to ask the Store.
-			return "", true
+	return ""
+}
+
+// maxCookieTokens is how many of a request's session cookies are looked up
+// in the Store, at most.
+const maxCookieTokens = 3
+
+// cookieTokens returns the tokens that r's session cookies name, in the
+// order the browser sent them, at most maxCookieTokens: a browser sends
+// every cookie of the name that the request matches, and one planted by a
+// sibling subdomain (Domain) or for a deeper path comes before the site's
+// own, so the first that names a live session is the request's. Cookies
+// this manager could not have set (malformed, forged, expired) are passed
+// over without a lookup. clear is whether the response should clear the
+// cookie if none of the tokens names a live session: r had one, and no
+// token beyond the limit was left unread, so that clearing cannot delete a
+// live cookie that was not looked at.
+func (m *SessionManager) cookieTokens(r *http.Request) (tokens []string, clear bool) {
+	cookies := r.CookiesNamed(m.opts.CookieName)
+	for _, c := range cookies {
+		token := m.cookieToken(c.Value)
+		if token == "" || slices.Contains(tokens, token) {
+			continue
 		}
-		return c.Value, true
+		if len(tokens) == maxCookieTokens {
+			return tokens, false
+		}
+		tokens = append(tokens, token)
 	}
-	data, ok := m.signer.Verify(m.opts.CookieName, c.Value, m.opts.Clock.Now())
+	return tokens, len(cookies) > 0
+}
+
+// cookieToken returns the token that a session cookie's value names, or ""
+// if it is not one this manager could have set.
+func (m *SessionManager) cookieToken(value string) string {
+	if m.signer == nil {
+		if !isToken(value) {
+			return ""
+		}
+		return value
+	}
+	data, ok := m.signer.Verify(m.opts.CookieName, value, m.opts.Clock.Now())
 	if !ok {
-		return "", true
+		return ""
 	}
 	s, ok := decodeSignedSession(data)
 	if !ok {
-		return "", true
+		return ""
 	}
-	return s.Token, true
+	return s.Token
 }
 
 // ItemFromQuery is the default [SessionOptions].Item: the "item" query

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -361,6 +362,79 @@ func TestSessionManager_EndedSessionIsNoSessionAndClearsTheCookie(t *testing.T) 
 	}
 }
 
+// A browser sends every cookie of the name that the request matches, one
+// with a longer Path first: a cookie planted by a sibling subdomain or for
+// a deeper path comes before the site's own. The first that names a live
+// session is the request's, and the response clears nothing, which would
+// delete the site's live cookie and leave the planted one.
+func TestSessionManager_PlantedCookieBeforeTheSessionsOwnIsPassedOver(t *testing.T) {
+	for _, mode := range cookieModes {
+		t.Run(mode.name, func(t *testing.T) {
+			ctx := context.Background()
+			s, clock := newStore(t)
+			m := newManager(t, s, mode.opts(clock))
+			ended, endedCookie := login(t, m, "mallory")
+			if err := s.Logout(ctx, ended.Token); err != nil {
+				t.Fatalf("Logout = %v", err)
+			}
+			sess, c := login(t, m, "alice")
+			for _, planted := range []string{"junk", endedCookie.Value} {
+				req := httptest.NewRequest(http.MethodGet, "/cart", nil)
+				req.Header.Set("Cookie", c.Name+"="+planted+"; "+c.Name+"="+c.Value)
+				v := send(m, req)
+				if !v.ok || v.session != sess {
+					t.Errorf("planted %q first: SessionFrom = %+v, %v, want alice's session", planted, v.session, v.ok)
+				}
+				if isCleared(v.resp) {
+					t.Errorf("planted %q first: the response clears the session cookie (Set-Cookie %q)", planted, v.resp.Header["Set-Cookie"])
+				}
+			}
+		})
+	}
+}
+
+// Only a few of a request's session cookies are looked up; if more were
+// sent, none is cleared, as the one not looked at may be live.
+func TestSessionManager_SessionCookiesAreLookedUpAFewAtMost(t *testing.T) {
+	for _, mode := range cookieModes {
+		t.Run(mode.name, func(t *testing.T) {
+			ctx := context.Background()
+			ms, clock := newStore(t)
+			s := &countingStore{Store: ms}
+			m := newManager(t, s, mode.opts(clock))
+			var ended []string
+			for _, user := range []string{"u1", "u2", "u3"} {
+				sess, c := login(t, m, user)
+				if err := s.Logout(ctx, sess.Token); err != nil {
+					t.Fatalf("Logout = %v", err)
+				}
+				ended = append(ended, c.Name+"="+c.Value)
+			}
+			_, c := login(t, m, "alice")
+			live := c.Name + "=" + c.Value
+			for _, tc := range []struct {
+				cookies       []string
+				want, cleared bool
+				lookups       int64
+			}{
+				{ended[:2], false, true, 2},
+				{append(slices.Clone(ended[:2]), c.Name+"=x", live), true, false, 3},
+				{append(slices.Clone(ended[:1]), ended[0], ended[1], live), true, false, 3},
+				{append(slices.Clone(ended), live), false, false, 3},
+			} {
+				s.refreshes.Store(0)
+				req := httptest.NewRequest(http.MethodGet, "/", nil)
+				req.Header.Set("Cookie", strings.Join(tc.cookies, "; "))
+				v := send(m, req)
+				if v.ok != tc.want || isCleared(v.resp) != tc.cleared || s.refreshes.Load() != tc.lookups {
+					t.Errorf("%d cookies, the live one last: session %v, cleared %v, %d lookups; want %v, %v, %d",
+						len(tc.cookies), v.ok, isCleared(v.resp), s.refreshes.Load(), tc.want, tc.cleared, tc.lookups)
+				}
+			}
+		})
+	}
+}
+
 func TestSessionManager_MalformedCookieIsNotLookedUp(t *testing.T) {
 	for _, mode := range cookieModes {
 		t.Run(mode.name, func(t *testing.T) {
@@ -428,11 +502,37 @@ func TestNewSessionManager_RejectsInvalidOptions(t *testing.T) {
 		{retailhttp.SessionOptions{MaxAge: time.Millisecond}, "MaxAge"},
 		{retailhttp.SessionOptions{MaxAge: -time.Hour}, "MaxAge"},
 		{retailhttp.SessionOptions{SigningKeys: [][]byte{[]byte("short")}}, "SigningKeys[0]"},
+		{retailhttp.SessionOptions{CookieName: "__Host-s"}, "CookieName"},
+		{retailhttp.SessionOptions{CookieName: "__Host-s", Secure: true, Path: "/shop"}, "CookieName"},
+		{retailhttp.SessionOptions{CookieName: "__Host-s", Secure: true, Domain: "shop.test"}, "CookieName"},
+		{retailhttp.SessionOptions{CookieName: "__Secure-s"}, "CookieName"},
 	} {
 		_, err := retailhttp.NewSessionManager(s, tc.opts)
 		var ie *retail.InputError
 		if !errors.Is(err, retail.ErrInvalid) || !errors.As(err, &ie) || ie.Arg != tc.arg {
 			t.Errorf("NewSessionManager(%+v) = %v, want an *retail.InputError on %s", tc.opts, err, tc.arg)
+		}
+	}
+}
+
+// A cookie name with a prefix browsers check is taken with the attributes
+// they require, and its cookie works.
+func TestSessionManager_PrefixedCookieNames(t *testing.T) {
+	for _, opts := range []retailhttp.SessionOptions{
+		{CookieName: "__Host-s", Secure: true},
+		{CookieName: "__Secure-s", Secure: true, Path: "/shop", Domain: "shop.test"},
+	} {
+		s, _ := newStore(t)
+		m := newManager(t, s, opts)
+		rec := httptest.NewRecorder()
+		sess, err := m.Login(requestContext(t, m), rec, "alice")
+		cookies := rec.Result().Cookies()
+		if err != nil || len(cookies) != 1 || cookies[0].Name != opts.CookieName || !cookies[0].Secure {
+			t.Fatalf("%s: Login = %v, set %v, want a Secure cookie of that name", opts.CookieName, err, cookies)
+		}
+		c := cookies[0]
+		if v := get(m, "https://shop.test/shop", c); !v.ok || v.session != sess {
+			t.Errorf("%s: SessionFrom = %+v, %v, want alice's session", opts.CookieName, v.session, v.ok)
 		}
 	}
 }
