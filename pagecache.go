@@ -51,8 +51,10 @@ type PageCacheOptions struct {
 
 	// Params are the query parameters, beside "item", that tell pages
 	// apart; none by default. A request with any other parameter (that is
-	// not a tracking parameter) is served but not cached, so that junk
-	// query strings cannot fill the cache. "_" marks a dynamic page and
+	// not a tracking parameter), or with one of these twice or empty, is
+	// served but not cached, so that junk query strings cannot fill the
+	// cache; the handler should answer values it does not know with a
+	// status other than 200, which is never cached. "_" marks a dynamic page and
 	// is never cached unless it is listed here and Cacheable allows it.
 	Params []string
 

@@ -571,7 +571,13 @@ func TestPageCache_Key(t *testing.T) {
 		{"NoTracking", retail.PageCacheOptions{TrackingParams: []string{}}, "http://a.test/?item=x&utm_source=a", ""},
 		{"OwnTracking", retail.PageCacheOptions{TrackingParams: []string{"ref", "src_*"}}, "http://a.test/?item=x&ref=1&src_a=2", "GET /?item=x"},
 		{"OwnTrackingReplacesDefault", retail.PageCacheOptions{TrackingParams: []string{"ref"}}, "http://a.test/?item=x&gclid=1", ""},
-		{"ParamsKeptAndSorted", retail.PageCacheOptions{Params: []string{"page", "color"}}, "http://a.test/list?page=2&utm_source=a&color=red&color=blue", "GET /list?color=red&color=blue&page=2"},
+		{"ParamsKeptAndSorted", retail.PageCacheOptions{Params: []string{"page", "color"}}, "http://a.test/list?page=2&utm_source=a&color=red", "GET /list?color=red&page=2"},
+		{"ParamTwice", retail.PageCacheOptions{Params: []string{"color"}}, "http://a.test/list?color=red&color=blue", ""},
+		{"ParamSameTwice", retail.PageCacheOptions{Params: []string{"color"}}, "http://a.test/list?color=red&color=red", ""},
+		{"ParamEmpty", retail.PageCacheOptions{Params: []string{"color"}}, "http://a.test/list?color=", ""},
+		{"ParamNoValue", retail.PageCacheOptions{Params: []string{"color"}}, "http://a.test/list?color", ""},
+		{"ItemTwice", retail.PageCacheOptions{}, "http://a.test/?item=x&item=x", ""},
+		{"ItemEmpty", retail.PageCacheOptions{}, "http://a.test/about?item=", ""},
 		{"TooLong", retail.PageCacheOptions{}, "http://a.test/" + strings.Repeat("p", retail.MaxPageKeyLen), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -23,8 +23,7 @@ var DefaultTrackingParams = []string{
 // host (Hosts[0] for any of the Hosts option's names, nothing if Hosts is
 // empty), the escaped path ("/" if empty) and, if any are left, "?" and
 // the query parameters that tell pages apart ("item" and the Params
-// option), sorted by name, each name's values in their original order.
-// Tracking parameters are dropped. The scheme, user information and
+// option), sorted by name. Tracking parameters are dropped. The scheme, user information and
 // fragment are not part of the key.
 //
 // A page has one key, so that a request cannot add a second entry for it
@@ -39,8 +38,8 @@ var DefaultTrackingParams = []string{
 //
 // ok is false when the page may not be cached whatever the rule says: its
 // path is not canonical, its host is not one of Hosts, its query does not
-// parse or has a parameter that is neither kept nor a tracking parameter,
-// or the key breaks the page key rule (for example by being longer than
+// parse, has a parameter that is neither kept nor a tracking parameter, or
+// a kept one repeated or without a value, or the key breaks the page key rule (for example by being longer than
 // [MaxPageKeyLen]).
 func (c *PageCache) Key(u *url.URL) (key string, ok bool) {
 	key, canonical, ok := c.key(u)
@@ -84,9 +83,14 @@ func (c *PageCache) keptQuery(raw string) (q url.Values, dropped, ok bool) {
 	if err != nil {
 		return nil, false, false
 	}
-	for name := range q {
+	for name, values := range q {
 		switch {
 		case c.params[name]:
+			// A handler reads one value (Query().Get): with a second or
+			// an empty one, endless spellings would render its page.
+			if len(values) != 1 || values[0] == "" {
+				return nil, false, false
+			}
 		case c.tracking(name):
 			delete(q, name)
 			dropped = true
