@@ -1,6 +1,7 @@
 package retailhttp_test
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -1334,5 +1335,65 @@ func TestPageMiddleware_UnstoredPageThatClearsACookieIsPrivate(t *testing.T) {
 	}
 	if cc := res.Header.Get("Cache-Control"); cc != "private, max-age=3600" {
 		t.Errorf("unstored page with a cleared cookie: X-Cache %s, Cache-Control %q, want private, max-age=3600", res.Header.Get("X-Cache"), cc)
+	}
+}
+
+// A handler may set header keys in the map as it likes; net/http sends them
+// as spelled. The page is stored with keys in their canonical form, so that
+// the middleware's own headers replace the handler's on every serve
+// instead of going out beside them.
+func TestPageMiddleware_HeaderKeysAreStoredCanonical(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["cache-control"] = []string{"public, max-age=31536000"}
+		w.Header()["x-cache"] = []string{"forged"}
+		w.Header()["content-length"] = []string{"999"}
+		w.Header()["x-custom"] = []string{"kept"}
+		io.WriteString(w, "itemX")
+	})
+	mw, _ := newPageStack(t, h, retailhttp.PageMiddlewareOptions{})
+	for _, want := range []string{"miss", "hit"} {
+		rec := httptest.NewRecorder()
+		mw.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://shop.test/?item=itemX", nil))
+		got := rec.Result().Header
+		for k := range got {
+			if k != http.CanonicalHeaderKey(k) {
+				t.Errorf("%s: header key %q sent as the handler spelled it: %v", want, k, got)
+			}
+		}
+		if got.Get("X-Cache") != want || got.Get("Cache-Control") != "no-cache" || got.Get("Content-Length") != "5" || got.Get("X-Custom") != "kept" {
+			t.Errorf("%s: X-Cache %q, Cache-Control %q, Content-Length %q, X-Custom %q; want %s, no-cache, 5, kept",
+				want, got.Get("X-Cache"), got.Get("Cache-Control"), got.Get("Content-Length"), got.Get("X-Custom"), want)
+		}
+	}
+}
+
+// net/http sniffs no Content-Type for a body with a Content-Encoding (its
+// bytes are not the content's), and neither does the page cache.
+func TestPageMiddleware_EncodedBodyGetsNoSniffedContentType(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "gzip")
+		gz := gzip.NewWriter(w)
+		io.WriteString(gz, "<!doctype html><p>itemX</p>")
+		gz.Close()
+	})
+	plain := httptest.NewRecorder()
+	h.ServeHTTP(plain, httptest.NewRequest(http.MethodGet, "http://shop.test/?item=itemX", nil))
+	mw, _ := newPageStack(t, h, retailhttp.PageMiddlewareOptions{})
+	for _, want := range []string{"miss", "hit"} {
+		srv := httptest.NewServer(mw)
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/?item=itemX", nil)
+		req.Header.Set("Accept-Encoding", "gzip") // so that the transport leaves the body as it is
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("X-Cache"); got != want {
+			t.Errorf("X-Cache = %q, want %q", got, want)
+		}
+		if ct := resp.Header.Values("Content-Type"); len(ct) != 0 {
+			t.Errorf("%s: Content-Type %q, want none as net/http gives none", want, ct)
+		}
 	}
 }

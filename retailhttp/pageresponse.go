@@ -214,15 +214,18 @@ func (rec *pageRecorder) page() *retail.CachedPage {
 		rec.finish()
 		return nil
 	}
-	h := rec.sent
+	// Keys in their canonical form, as serve and the rules below compare
+	// them: a handler may set a key in the map as it likes ("cache-control"),
+	// and net/http sends it so.
+	h := make(http.Header, len(rec.sent))
+	for k, vs := range rec.sent {
+		ck := http.CanonicalHeaderKey(k)
+		h[ck] = append(h[ck], vs...)
+	}
 	for _, k := range hopHeaders {
 		h.Del(k) // Content-Length is set anew from the body on every serve
 	}
-	if _, ok := h["Content-Type"]; !ok {
-		// What net/http would sniff, fixed now so that every serve of
-		// the entry says the same.
-		h.Set("Content-Type", http.DetectContentType(rec.body.Bytes()))
-	}
+	sniff(h, rec.body.Bytes()) // now, so that every serve of the entry says the same
 	return &retail.CachedPage{Status: rec.status, Header: h, Body: rec.body.Bytes()}
 }
 
@@ -269,7 +272,8 @@ var hopHeaders = []string{"Connection", "Content-Length", "Date", "Keep-Alive", 
 
 // serve writes p to w with the given X-Cache value, without the body for
 // HEAD requests. A page without a Content-Type (CacheRequest stores none)
-// gets the one net/http would sniff from its body, for GET and HEAD alike.
+// gets the one net/http would sniff from its body, for GET and HEAD alike
+// (none if it has a Content-Encoding, as with net/http).
 // A stored page (with Stored and Expires) gets Age and Cache-Control by
 // now: no-cache, or public for at most publicMaxAge if that is not zero;
 // private instead of public, and in front of no-cache, if w's header sets
@@ -310,9 +314,7 @@ func serve(w http.ResponseWriter, r *http.Request, p *retail.CachedPage, xcache 
 		// may append to what w's header holds.
 		h[k] = slices.Clone(vs)
 	}
-	if _, ok := h["Content-Type"]; !ok {
-		h.Set("Content-Type", http.DetectContentType(p.Body))
-	}
+	sniff(h, p.Body)
 	if personal && !stored {
 		h.Set("Cache-Control", private(h.Get("Cache-Control")))
 	}
@@ -321,6 +323,14 @@ func serve(w http.ResponseWriter, r *http.Request, p *retail.CachedPage, xcache 
 	w.WriteHeader(p.Status)
 	if r.Method != http.MethodHead {
 		w.Write(p.Body)
+	}
+}
+
+// sniff sets in h the Content-Type that net/http would give body: none if h
+// has one, or a Content-Encoding (the body's bytes are not the content's).
+func sniff(h http.Header, body []byte) {
+	if _, ok := h["Content-Type"]; !ok && h.Get("Content-Encoding") == "" {
+		h.Set("Content-Type", http.DetectContentType(body))
 	}
 }
 

@@ -92,7 +92,11 @@ type SessionOptions struct {
 	// is passed to [retail.Sessions.RefreshSession], or to
 	// [retail.Views.CountView] for a request without a session.
 	// ItemFromQuery if nil. An item that breaks the input rules is treated
-	// as "".
+	// as "". ItemFromQuery takes any "item" on any path, so that every
+	// request can rank an item of its choosing and grow the views' sorted
+	// set (until a [retail.ViewRescaler] trims it); a shop should return
+	// only items of its catalog, from the pages that show them, as
+	// examples/shop does.
 	Item func(r *http.Request) string
 
 	// CountView reports whether the item view of r counts. It is asked
