@@ -101,14 +101,18 @@ func (c *PageCache) keptQuery(raw string) (q url.Values, dropped, ok bool) {
 	return q, dropped, true
 }
 
-// keyedQuery returns u's query without its tracking parameters, and
-// whether it had any; if it had none, or u has no page key, query is "".
-func (c *PageCache) keyedQuery(u *url.URL) (query string, dropped bool) {
-	q, dropped, ok := c.keptQuery(u.RawQuery)
-	if !ok || !dropped {
+// keyedQuery returns u's query as its page's key spells it (without
+// tracking parameters, sorted, escaped anew), and whether that differs from
+// u's; if it does not, or u has no page key, query is "".
+func (c *PageCache) keyedQuery(u *url.URL) (query string, differs bool) {
+	q, _, ok := c.keptQuery(u.RawQuery)
+	if !ok {
 		return "", false
 	}
-	return q.Encode(), true
+	if query = q.Encode(); query == u.RawQuery {
+		return "", false
+	}
+	return query, true
 }
 
 // canonicalPath returns the canonical form of u's path (see

@@ -249,7 +249,7 @@ func (m *PageMiddleware) serveGet(w http.ResponseWriter, r *http.Request, next h
 				rec.passed = true
 			}
 		}()
-		next.ServeHTTP(rec, withoutTracking(m.cache, r))
+		next.ServeHTTP(rec, asKeyed(m.cache, r))
 		completed = true
 		if err := ctx.Err(); err != nil {
 			// The response may be cut short: send what there is and
@@ -291,12 +291,15 @@ func (m *PageMiddleware) serveGet(w http.ResponseWriter, r *http.Request, next h
 	}
 }
 
-// withoutTracking returns r, or, if its query has tracking parameters
-// (left out of its page's key), a shallow copy of r whose URL has them
-// removed, so that the page rendered for it is the page of its key.
-func withoutTracking(c *retail.PageCache, r *http.Request) *http.Request {
-	query, dropped := hooks.KeyedQuery(c, r.URL)
-	if !dropped {
+// asKeyed returns r, or, if its query is spelled otherwise than its page's
+// key spells it (with tracking parameters, which the key leaves out, in
+// another order, escaped otherwise, with empty pairs), a shallow copy
+// of r whose URL has the key's query, so that the page rendered for it,
+// and served to every request of the key, is the page of its key, not of
+// one visitor's spelling.
+func asKeyed(c *retail.PageCache, r *http.Request) *http.Request {
+	query, differs := hooks.KeyedQuery(c, r.URL)
+	if !differs {
 		return r
 	}
 	u := *r.URL

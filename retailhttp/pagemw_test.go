@@ -1279,6 +1279,29 @@ func TestPageMiddleware_RendersWithoutTrackingParameters(t *testing.T) {
 	}
 }
 
+// The page rendered for a query spelled otherwise than its key (escapes,
+// order, empty pairs) is served to every request of the key: it is rendered
+// with the key's spelling, or a visitor's, which the handler may echo (a
+// login link back to the page), would be served to everyone.
+func TestPageMiddleware_RendersWithTheKeysQuery(t *testing.T) {
+	s, _ := newRankedStore(t)
+	c := newPageCache(t, s, retail.PageCacheOptions{Params: []string{"color"}})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("itemX, back to " + r.RequestURI + " " + r.URL.RawQuery))
+	})
+	mw := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{}).Handler(h)
+	junk := "http://shop.test/p?color=red&&&&&&&&&&&&&&&&&&&&%69tem=item%58&&&&&&&&&&&&&&&&&&&&"
+	first := request(mw, http.MethodGet, junk)
+	want := "itemX, back to /p?color=red&item=itemX color=red&item=itemX"
+	if got := first.Header().Get("X-Cache"); got != retailhttp.CacheMiss || first.Body.String() != want {
+		t.Errorf("GET %s = %q, X-Cache %s; want %q, a miss", junk, first.Body, got, want)
+	}
+	rec := request(mw, http.MethodGet, "http://shop.test/p?item=itemX&color=red")
+	if got := rec.Header().Get("X-Cache"); got != retailhttp.CacheHit || rec.Body.String() != want {
+		t.Errorf("GET /p?item=itemX&color=red = %q, X-Cache %s; want %q, a hit", rec.Body, got, want)
+	}
+}
+
 // the response.
 func TestPageMiddleware_UnwrapBeforeTheHeaderKeepsTheHeaderSetSoFar(t *testing.T) {
 	s, _ := newRankedStore(t)

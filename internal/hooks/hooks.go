@@ -11,7 +11,7 @@ import "net/url"
 // retailhttp page middleware answered without consulting the cache.
 var CountPageBypass func(cache any)
 
-// KeyedQuery returns the query of u without the parameters that cache, a
-// *retail.PageCache, leaves out of page keys (tracking parameters), and
-// whether there were any; if there were none, query is not built.
-var KeyedQuery func(cache any, u *url.URL) (query string, dropped bool)
+// KeyedQuery returns the query of u as the page key that cache, a
+// *retail.PageCache, gives u spells it, and whether that differs from u's;
+// if it does not, or u has no key, query is "".
+var KeyedQuery func(cache any, u *url.URL) (query string, differs bool)
