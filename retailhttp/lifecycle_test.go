@@ -818,6 +818,8 @@ func TestSessionManager_ResponsesThatSetTheCookieArePrivate(t *testing.T) {
 		return err
 	})
 	logout := serve(sessionCookie(t, login), func(w http.ResponseWriter, r *http.Request) error {
+		w.Header().Add("Cache-Control", "max-age=60")
+		w.Header().Add("Cache-Control", "no-store")
 		return m.Logout(r.Context(), w)
 	})
 	for _, tt := range []struct {
@@ -827,12 +829,12 @@ func TestSessionManager_ResponsesThatSetTheCookieArePrivate(t *testing.T) {
 	}{
 		{"Ensure", guest, "private"},
 		{"Login", login, "private, max-age=60"},
-		{"Logout", logout, "private"},
+		{"Logout", logout, "private, max-age=60, no-store"}, // every value the handler added holds
 	} {
 		if len(tt.resp.Header["Set-Cookie"]) == 0 {
 			t.Errorf("%s set no cookie", tt.name)
 		}
-		if got := tt.resp.Header.Get("Cache-Control"); got != tt.want {
+		if got := tt.resp.Header.Values("Cache-Control"); len(got) != 1 || got[0] != tt.want {
 			t.Errorf("%s's response Cache-Control = %q, want %q", tt.name, got, tt.want)
 		}
 	}
@@ -846,7 +848,7 @@ func TestSessionManager_ClearingADeadCookieKeepsTheResponsePrivate(t *testing.T)
 	s, _ := newStore(t)
 	m := newManager(t, s, retailhttp.SessionOptions{})
 	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "public, max-age=86400")
+		w.Header()["cache-control"] = []string{"public, max-age=86400"} // as net/http sends it
 		w.Write([]byte("icon"))
 	}))
 	req := httptest.NewRequest(http.MethodGet, "/favicon.ico", nil)
@@ -857,7 +859,7 @@ func TestSessionManager_ClearingADeadCookieKeepsTheResponsePrivate(t *testing.T)
 	if len(resp.Header["Set-Cookie"]) == 0 {
 		t.Fatal("the dead cookie was not cleared")
 	}
-	if got, want := resp.Header.Get("Cache-Control"), "private, max-age=86400"; got != want {
-		t.Errorf("Cache-Control = %q, want %q", got, want)
+	if got, want := resp.Header.Get("Cache-Control"), "private, max-age=86400"; got != want || resp.Header["cache-control"] != nil {
+		t.Errorf("Cache-Control = %q (header %v), want %q and no other spelling", got, resp.Header, want)
 	}
 }

@@ -316,7 +316,7 @@ func serve(w http.ResponseWriter, r *http.Request, p *retail.CachedPage, xcache 
 	}
 	sniff(h, p.Body)
 	if personal && !stored {
-		h.Set("Cache-Control", private(h.Get("Cache-Control")))
+		makePrivate(h)
 	}
 	h.Set("Content-Length", strconv.Itoa(len(p.Body)))
 	h.Set("X-Cache", xcache)
@@ -342,6 +342,20 @@ func setsCookie(h http.Header) bool {
 		}
 	}
 	return false
+}
+
+// makePrivate makes the Cache-Control of h private (see private), from all
+// its values, under its key in any case: a handler may have added several
+// (max-age=60, then no-store), each of which still holds.
+func makePrivate(h http.Header) {
+	var values []string
+	for k, vs := range h {
+		if http.CanonicalHeaderKey(k) == "Cache-Control" {
+			values = append(values, vs...)
+			delete(h, k)
+		}
+	}
+	h.Set("Cache-Control", private(strings.Join(values, ", ")))
 }
 
 // private returns the Cache-Control cc for a response that only its

@@ -464,8 +464,7 @@ func decodeSignedSession(data []byte) (Session, bool) {
 // others. A handler that sets Cache-Control after this replaces it.
 func sendCookie(w http.ResponseWriter, c *http.Cookie) {
 	http.SetCookie(w, c)
-	h := w.Header()
-	h.Set("Cache-Control", private(h.Get("Cache-Control")))
+	makePrivate(w.Header())
 }
 
 // privateWriter is the writer a handler gets on a request whose dead
@@ -514,7 +513,6 @@ func (w *privateWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (w *privateWriter) keepPrivate() {
 	if !w.done {
 		w.done = true
-		h := w.Header()
-		h.Set("Cache-Control", private(h.Get("Cache-Control")))
+		makePrivate(w.Header())
 	}
 }
