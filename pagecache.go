@@ -51,10 +51,11 @@ type PageCacheOptions struct {
 
 	// Params are the query parameters, beside "item", that tell pages
 	// apart; none by default. A request with any other parameter (that is
-	// not a tracking parameter), or with one of these twice or empty, is
-	// served but not cached, so that junk query strings cannot fill the
-	// cache; the handler should answer values it does not know with a
-	// status other than 200, which is never cached. "_" marks a dynamic page and
+	// not a tracking parameter), or with one of these twice, is served but
+	// not cached, so that junk query strings cannot fill the cache; one of
+	// these without a value is left out of the key and of the request the
+	// handler gets. The handler should answer values it does not know with
+	// a status other than 200, which is never cached. "_" marks a dynamic page and
 	// is never cached unless it is listed here and Cacheable allows it.
 	Params []string
 

@@ -574,10 +574,11 @@ func TestPageCache_Key(t *testing.T) {
 		{"ParamsKeptAndSorted", retail.PageCacheOptions{Params: []string{"page", "color"}}, "http://a.test/list?page=2&utm_source=a&color=red", "GET /list?color=red&page=2"},
 		{"ParamTwice", retail.PageCacheOptions{Params: []string{"color"}}, "http://a.test/list?color=red&color=blue", ""},
 		{"ParamSameTwice", retail.PageCacheOptions{Params: []string{"color"}}, "http://a.test/list?color=red&color=red", ""},
-		{"ParamEmpty", retail.PageCacheOptions{Params: []string{"color"}}, "http://a.test/list?color=", ""},
-		{"ParamNoValue", retail.PageCacheOptions{Params: []string{"color"}}, "http://a.test/list?color", ""},
+		{"ParamEmpty", retail.PageCacheOptions{Params: []string{"color", "size"}}, "http://a.test/list?color=&size=M", "GET /list?size=M"},
+		{"ParamNoValue", retail.PageCacheOptions{Params: []string{"color"}}, "http://a.test/list?color", "GET /list"},
+		{"ParamEmptyAndNot", retail.PageCacheOptions{Params: []string{"color"}}, "http://a.test/list?color=&color=red", ""},
 		{"ItemTwice", retail.PageCacheOptions{}, "http://a.test/?item=x&item=x", ""},
-		{"ItemEmpty", retail.PageCacheOptions{}, "http://a.test/about?item=", ""},
+		{"ItemEmpty", retail.PageCacheOptions{}, "http://a.test/about?item=", "GET /about"},
 		{"TooLong", retail.PageCacheOptions{}, "http://a.test/" + strings.Repeat("p", retail.MaxPageKeyLen), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -23,7 +23,8 @@ var DefaultTrackingParams = []string{
 // host (Hosts[0] for any of the Hosts option's names, nothing if Hosts is
 // empty), the escaped path ("/" if empty) and, if any are left, "?" and
 // the query parameters that tell pages apart ("item" and the Params
-// option), sorted by name. Tracking parameters are dropped. The scheme, user information and
+// option), sorted by name. Tracking parameters are dropped, and so are
+// kept parameters without a value (color= reads as no color). The scheme, user information and
 // fragment are not part of the key.
 //
 // A page has one key, so that a request cannot add a second entry for it
@@ -39,7 +40,7 @@ var DefaultTrackingParams = []string{
 // ok is false when the page may not be cached whatever the rule says: its
 // path is not canonical, its host is not one of Hosts, its query does not
 // parse, has a parameter that is neither kept nor a tracking parameter, or
-// a kept one repeated or without a value, or the key breaks the page key rule (for example by being longer than
+// a kept one repeated, or the key breaks the page key rule (for example by being longer than
 // [MaxPageKeyLen]).
 func (c *PageCache) Key(u *url.URL) (key string, ok bool) {
 	key, canonical, ok := c.key(u)
@@ -63,7 +64,7 @@ func (c *PageCache) key(u *url.URL) (key string, canonical, ok bool) {
 		}
 		host = c.opts.Hosts[0]
 	}
-	q, _, ok := c.keptQuery(u.RawQuery)
+	q, ok := c.keptQuery(u.RawQuery)
 	if !ok {
 		return "", false, false
 	}
@@ -75,37 +76,41 @@ func (c *PageCache) key(u *url.URL) (key string, canonical, ok bool) {
 	return key, canonical, true
 }
 
-// keptQuery parses a raw query and drops its tracking parameters: ok is
-// false if it does not parse or has a parameter that is neither a page
-// parameter nor a tracking one; dropped is whether it had tracking ones.
-func (c *PageCache) keptQuery(raw string) (q url.Values, dropped, ok bool) {
+// keptQuery parses a raw query and drops its tracking parameters and its
+// page parameters without a value: ok is false if it does not parse, has a
+// parameter that is neither a page parameter nor a tracking one, or a page
+// parameter twice.
+func (c *PageCache) keptQuery(raw string) (q url.Values, ok bool) {
 	q, err := url.ParseQuery(raw)
 	if err != nil {
-		return nil, false, false
+		return nil, false
 	}
 	for name, values := range q {
 		switch {
 		case c.params[name]:
-			// A handler reads one value (Query().Get): with a second or
-			// an empty one, endless spellings would render its page.
-			if len(values) != 1 || values[0] == "" {
-				return nil, false, false
+			// A handler reads one value (Query().Get): with a second,
+			// endless spellings would render its page. An empty one (a
+			// form's unfilled field) reads as none, and is left out.
+			switch {
+			case len(values) != 1:
+				return nil, false
+			case values[0] == "":
+				delete(q, name)
 			}
 		case c.tracking(name):
 			delete(q, name)
-			dropped = true
 		default:
-			return nil, false, false
+			return nil, false
 		}
 	}
-	return q, dropped, true
+	return q, true
 }
 
 // keyedQuery returns u's query as its page's key spells it (without
 // tracking parameters, sorted, escaped anew), and whether that differs from
-// u's; if it does not, or u has no page key, query is "".
+// u's; if it does not, or u's query has no key, query is "".
 func (c *PageCache) keyedQuery(u *url.URL) (query string, differs bool) {
-	q, _, ok := c.keptQuery(u.RawQuery)
+	q, ok := c.keptQuery(u.RawQuery)
 	if !ok {
 		return "", false
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/retailkit/retail"
@@ -304,8 +305,17 @@ func asKeyed(c *retail.PageCache, r *http.Request) *http.Request {
 	}
 	u := *r.URL
 	u.RawQuery = query
+	// Only the query of the request-target changes: a middleware outside
+	// (http.StripPrefix) may have rewritten r.URL's path.
+	uri, _, _ := strings.Cut(r.RequestURI, "?")
+	if !strings.HasPrefix(uri, "/") { // absolute-form, or none (a test's request)
+		uri = u.EscapedPath()
+	}
+	if query != "" {
+		uri += "?" + query
+	}
 	r = r.WithContext(r.Context())
-	r.URL, r.RequestURI, r.Form = &u, u.RequestURI(), nil
+	r.URL, r.RequestURI, r.Form = &u, uri, nil
 	return r
 }
 

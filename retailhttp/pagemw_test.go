@@ -1420,3 +1420,59 @@ func TestPageMiddleware_EncodedBodyGetsNoSniffedContentType(t *testing.T) {
 		}
 	}
 }
+
+// The rewritten request keeps the request-target's path as it came: a
+// middleware outside (http.StripPrefix, a sub-shop under /shop) changes
+// r.URL's path but not RequestURI, and a page that echoes RequestURI must
+// keep the prefix.
+func TestPageMiddleware_RendersWithTheKeysQueryUnderAPrefix(t *testing.T) {
+	s, _ := newRankedStore(t)
+	c := newPageCache(t, s, retail.PageCacheOptions{Params: []string{"color"}})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("back to " + r.RequestURI))
+	})
+	mux := http.StripPrefix("/shop", newMiddleware(t, c, retailhttp.PageMiddlewareOptions{}).Handler(h))
+	for target, want := range map[string]string{
+		"/shop/p?item=itemX&color=red":        "back to /shop/p?color=red&item=itemX",
+		"/shop/p?item=itemX&color=dark%20red": "back to /shop/p?color=dark+red&item=itemX",
+		"/shop/q?item=item%58":                "back to /shop/q?item=itemX",
+	} {
+		req := httptest.NewRequest(http.MethodGet, target, nil)
+		req.Host = "shop.test"
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		if got := rec.Body.String(); got != want {
+			t.Errorf("GET %s = %q (X-Cache %s), want %q", target, got, rec.Header().Get("X-Cache"), want)
+		}
+	}
+}
+
+// A hit's Age is the seconds since the page was stored, whatever Age the
+// handler set (an Age describes one response, not the page).
+func TestPageMiddleware_AgeIsTheCaches(t *testing.T) {
+	s, clock := newRankedStore(t)
+	c := newPageCache(t, s, retail.PageCacheOptions{Clock: clock})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["age"] = []string{"0"}
+		w.Write([]byte("itemX"))
+	})
+	mw := newMiddleware(t, c, retailhttp.PageMiddlewareOptions{}).Handler(h)
+	request(mw, http.MethodGet, "http://shop.test/?item=itemX")
+	clock.Advance(90 * time.Second)
+	rec := request(mw, http.MethodGet, "http://shop.test/?item=itemX")
+	if got := rec.Result().Header.Values("Age"); rec.Header().Get("X-Cache") != retailhttp.CacheHit || len(got) != 1 || got[0] != "90" {
+		t.Errorf("hit 90 s after the store: X-Cache %s, Age %q; want a hit, 90", rec.Header().Get("X-Cache"), got)
+	}
+}
+
+// An empty page gets no sniffed Content-Type, as with net/http.
+func TestPageMiddleware_EmptyPageGetsNoSniffedContentType(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	mw, _ := newPageStack(t, h, retailhttp.PageMiddlewareOptions{})
+	for _, want := range []string{retailhttp.CacheMiss, retailhttp.CacheHit} {
+		rec := request(mw, http.MethodGet, "http://shop.test/?item=itemX")
+		if got := rec.Result().Header.Values("Content-Type"); rec.Header().Get("X-Cache") != want || len(got) != 0 {
+			t.Errorf("X-Cache %s, Content-Type %q; want %s and none", rec.Header().Get("X-Cache"), got, want)
+		}
+	}
+}

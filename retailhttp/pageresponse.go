@@ -267,8 +267,8 @@ func encodableHeaderKey(k string) bool {
 }
 
 // hopHeaders are not cached: they describe one connection or one
-// response, and net/http sets them when serving.
-var hopHeaders = []string{"Connection", "Content-Length", "Date", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Upgrade", "X-Cache"}
+// response, and net/http or serve sets them when serving.
+var hopHeaders = []string{"Age", "Connection", "Content-Length", "Date", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Upgrade", "X-Cache"}
 
 // serve writes p to w with the given X-Cache value, without the body for
 // HEAD requests. A page without a Content-Type (CacheRequest stores none)
@@ -327,9 +327,10 @@ func serve(w http.ResponseWriter, r *http.Request, p *retail.CachedPage, xcache 
 }
 
 // sniff sets in h the Content-Type that net/http would give body: none if h
-// has one, or a Content-Encoding (the body's bytes are not the content's).
+// has one, or a Content-Encoding (the body's bytes are not the content's),
+// or if body is empty.
 func sniff(h http.Header, body []byte) {
-	if _, ok := h["Content-Type"]; !ok && h.Get("Content-Encoding") == "" {
+	if _, ok := h["Content-Type"]; !ok && h.Get("Content-Encoding") == "" && len(body) > 0 {
 		h.Set("Content-Type", http.DetectContentType(body))
 	}
 }

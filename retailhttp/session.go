@@ -57,9 +57,11 @@ type SessionOptions struct {
 	// empty. On an HTTPS site, "__Host-" and a name (with Secure, Path
 	// "/" and no Domain, which browsers require of such a cookie) keeps
 	// other sites under the same domain from planting a session cookie
-	// that the browser would send with this site's own. A request's
-	// cookies of the name are tried in the order it sent them, a few at
-	// most, and the first that names a live session is used.
+	// that the browser would send with this site's own. Of a request's
+	// cookies of the name, three at most are looked up, in the order it
+	// sent them (past three, the first two and the last, the site's own,
+	// which a browser sends last), and the first that names a live session
+	// is the request's.
 	CookieName string
 
 	// Path and Domain are the cookie's attributes; Path is
@@ -178,7 +180,8 @@ type SessionManager struct {
 
 // NewSessionManager returns a manager of sessions kept in s. It returns an
 // error matching [retail.ErrInvalid] if s is nil or an option is out of
-// range: a cookie name, path or domain that net/http would refuse, a MaxAge
+// range: a cookie name, path or domain that net/http would refuse, a name
+// whose __Host- or __Secure- prefix the other options break, a MaxAge
 // under a second, or a signing key shorter than [MinSigningKeyLen].
 func NewSessionManager(s SessionStore, opts SessionOptions) (*SessionManager, error) {
 	const op = "NewSessionManager"
@@ -241,11 +244,15 @@ func NewSessionManager(s SessionStore, opts SessionOptions) (*SessionManager, er
 //
 // A request whose cookie names a live session is recorded with one call
 // of [retail.Sessions.RefreshSession] (the visit, and the item viewed, see
-// SessionOptions.Item). A request without one is passed on without a
-// session, and the item it views, if any, is counted with
-// [retail.Views.CountView] unless SessionOptions.CountView refuses it; if
-// it carried a session cookie that names no live session (unknown, logged
-// out, expired, cleaned, tampered with), the response clears that cookie.
+// SessionOptions.Item); a request with several cookies of the name (one
+// planted by another site, see SessionOptions.CookieName) makes one call
+// a cookie, three at most, until one names a live session. A request
+// without one is passed on without a session, and the item it views, if
+// any, is counted with [retail.Views.CountView] unless
+// SessionOptions.CountView refuses it; if it carried a session cookie that
+// names no live session (unknown, logged out, expired, cleaned, tampered
+// with), the response clears that cookie, unless it carried more cookies
+// than were looked up.
 //
 // If RefreshSession fails, the request goes to the ErrorHandler option
 // instead of next. If counting an anonymous view fails, the error is
@@ -299,43 +306,57 @@ func (m *SessionManager) viewedItem(r *http.Request) string {
 // prefixRule returns why browsers would refuse the session cookie that
 // opts describe for its name's prefix (RFC 6265bis), or "" if they would
 // not.
+// Browsers match the prefixes in any case.
 func prefixRule(opts SessionOptions) string {
 	switch {
-	case strings.HasPrefix(opts.CookieName, "__Host-") && (!opts.Secure || opts.Path != "/" || opts.Domain != ""):
+	case hasPrefixFold(opts.CookieName, "__Host-") && (!opts.Secure || opts.Path != "/" || opts.Domain != ""):
 		return `starts with "__Host-", which needs Secure, Path "/" and no Domain`
-	case strings.HasPrefix(opts.CookieName, "__Secure-") && !opts.Secure:
+	case hasPrefixFold(opts.CookieName, "__Secure-") && !opts.Secure:
 		return `starts with "__Secure-", which needs Secure`
 	}
 	return ""
 }
 
-// maxCookieTokens is how many of a request's session cookies are looked up
-// in the Store, at most.
-const maxCookieTokens = 3
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
 
-// cookieTokens returns the tokens that r's session cookies name, in the
-// order the browser sent them, at most maxCookieTokens: a browser sends
-// every cookie of the name that the request matches, and one planted by a
-// sibling subdomain (Domain) or for a deeper path comes before the site's
-// own, so the first that names a live session is the request's. Cookies
-// this manager could not have set (malformed, forged, expired) are passed
-// over without a lookup. clear is whether the response should clear the
-// cookie if none of the tokens names a live session: r had one, and no
-// token beyond the limit was left unread, so that clearing cannot delete a
-// live cookie that was not looked at.
+// A browser sends every cookie of the name that a request matches: one
+// for a longer path first, then, among cookies of the same path, the older
+// first. One planted by a sibling subdomain (Domain) or for a deeper path
+// thus comes before the site's own, which has the shortest path and comes
+// last. The Handler looks up maxCookieTokens of the tokens they name at
+// most (past that, the first ones and the last), and examines at most
+// maxSessionCookies of the cookies (past that, the first ones and the
+// last).
+const (
+	maxCookieTokens   = 3
+	maxSessionCookies = 16
+)
+
+// cookieTokens returns the tokens that r's session cookies name, to look up
+// in this order; cookies this manager could not have set (malformed,
+// forged, expired) are passed over without a lookup. clear is whether the
+// response should clear the cookie if none of the tokens names a live
+// session: r had one, and every one was looked up, so that clearing cannot
+// delete a live cookie that was not.
 func (m *SessionManager) cookieTokens(r *http.Request) (tokens []string, clear bool) {
 	cookies := r.CookiesNamed(m.opts.CookieName)
-	for _, c := range cookies {
-		token := m.cookieToken(c.Value)
-		if token == "" || slices.Contains(tokens, token) {
-			continue
-		}
-		if len(tokens) == maxCookieTokens {
-			return tokens, false
-		}
-		tokens = append(tokens, token)
+	clear = len(cookies) > 0
+	if n := len(cookies); n > maxSessionCookies {
+		cookies = append(cookies[:maxSessionCookies-1:maxSessionCookies-1], cookies[n-1])
+		clear = false
 	}
-	return tokens, len(cookies) > 0
+	for _, c := range cookies {
+		if token := m.cookieToken(c.Value); token != "" && !slices.Contains(tokens, token) {
+			tokens = append(tokens, token)
+		}
+	}
+	if n := len(tokens); n > maxCookieTokens {
+		tokens = append(tokens[:maxCookieTokens-1:maxCookieTokens-1], tokens[n-1])
+		clear = false
+	}
+	return tokens, clear
 }
 
 // cookieToken returns the token that a session cookie's value names, or ""

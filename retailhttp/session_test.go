@@ -393,8 +393,9 @@ func TestSessionManager_PlantedCookieBeforeTheSessionsOwnIsPassedOver(t *testing
 	}
 }
 
-// Only a few of a request's session cookies are looked up; if more were
-// sent, none is cleared, as the one not looked at may be live.
+// Only a few of a request's session cookies are looked up, the site's own
+// among them; if more were sent, none is cleared, as one not looked at may
+// be live.
 func TestSessionManager_SessionCookiesAreLookedUpAFewAtMost(t *testing.T) {
 	for _, mode := range cookieModes {
 		t.Run(mode.name, func(t *testing.T) {
@@ -420,18 +421,54 @@ func TestSessionManager_SessionCookiesAreLookedUpAFewAtMost(t *testing.T) {
 				{ended[:2], false, true, 2},
 				{append(slices.Clone(ended[:2]), c.Name+"=x", live), true, false, 3},
 				{append(slices.Clone(ended[:1]), ended[0], ended[1], live), true, false, 3},
-				{append(slices.Clone(ended), live), false, false, 3},
+				// Past three, the first two and the last, the site's own:
+				// a browser sends the cookie with the shortest path last.
+				{append(slices.Clone(ended), live), true, false, 3},
+				{[]string{ended[0], ended[1], live, ended[2]}, false, false, 3},
+				// Of many cookies, a few are examined, and the last.
+				{append(slices.Repeat([]string{c.Name + "=x"}, 40), live), true, false, 1},
 			} {
 				s.refreshes.Store(0)
 				req := httptest.NewRequest(http.MethodGet, "/", nil)
 				req.Header.Set("Cookie", strings.Join(tc.cookies, "; "))
 				v := send(m, req)
 				if v.ok != tc.want || isCleared(v.resp) != tc.cleared || s.refreshes.Load() != tc.lookups {
-					t.Errorf("%d cookies, the live one last: session %v, cleared %v, %d lookups; want %v, %v, %d",
+					t.Errorf("%d cookies: session %v, cleared %v, %d lookups; want %v, %v, %d",
 						len(tc.cookies), v.ok, isCleared(v.resp), s.refreshes.Load(), tc.want, tc.cleared, tc.lookups)
 				}
 			}
 		})
+	}
+}
+
+// Past the lookup limit, the site's own cookie, sent last, is still looked
+// up: a handler's Ensure (an add to cart) finds its session rather than
+// starting a guest session whose cookie would replace it.
+func TestSessionManager_EnsureBehindPlantedCookiesFindsTheSession(t *testing.T) {
+	ctx := context.Background()
+	s, clock := newStore(t)
+	m := newManager(t, s, retailhttp.SessionOptions{Clock: clock})
+	var cookies []string
+	for _, user := range []string{"u1", "u2", "u3", "u4"} {
+		sess, c := login(t, m, user)
+		if err := s.Logout(ctx, sess.Token); err != nil {
+			t.Fatal(err)
+		}
+		cookies = append(cookies, c.Name+"="+c.Value)
+	}
+	alice, c := login(t, m, "alice")
+	cookies = append(cookies, c.Name+"="+c.Value)
+	var got retailhttp.Session
+	var err error
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, err = m.Ensure(r.Context(), w)
+	}))
+	req := httptest.NewRequest(http.MethodPost, "/cart", nil)
+	req.Header.Set("Cookie", strings.Join(cookies, "; "))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if got != alice || err != nil || len(rec.Result().Cookies()) != 0 {
+		t.Errorf("Ensure behind four ended cookies = %+v, %v, setting %v; want alice's session and no cookie", got, err, rec.Result().Cookies())
 	}
 }
 
@@ -506,6 +543,8 @@ func TestNewSessionManager_RejectsInvalidOptions(t *testing.T) {
 		{retailhttp.SessionOptions{CookieName: "__Host-s", Secure: true, Path: "/shop"}, "CookieName"},
 		{retailhttp.SessionOptions{CookieName: "__Host-s", Secure: true, Domain: "shop.test"}, "CookieName"},
 		{retailhttp.SessionOptions{CookieName: "__Secure-s"}, "CookieName"},
+		{retailhttp.SessionOptions{CookieName: "__host-s"}, "CookieName"}, // browsers match the prefix in any case
+		{retailhttp.SessionOptions{CookieName: "__SECURE-s"}, "CookieName"},
 	} {
 		_, err := retailhttp.NewSessionManager(s, tc.opts)
 		var ie *retail.InputError

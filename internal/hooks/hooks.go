@@ -13,5 +13,5 @@ var CountPageBypass func(cache any)
 
 // KeyedQuery returns the query of u as the page key that cache, a
 // *retail.PageCache, gives u spells it, and whether that differs from u's;
-// if it does not, or u has no key, query is "".
+// if it does not, or u's query has no key, query is "".
 var KeyedQuery func(cache any, u *url.URL) (query string, differs bool)
