@@ -247,11 +247,18 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 	if err != nil {
 		return Session{}, err
 	}
-	renewed := false
+	renewed, started := false, false
 	switch {
 	case rs.curOK && rs.cur.User != "" && rs.cur.User != user:
 		// Another user's session: what it holds is theirs, not user's.
+		// The new session comes first, so that a login the Store refuses
+		// (a Lifetime beyond its own) ends nothing.
+		if err := m.startFor(ctx, s, sopts); err != nil {
+			return Session{}, err
+		}
+		started = true
 		if err := m.store.Logout(ctx, rs.cur.Token); err != nil {
+			m.endLogin(ctx, s.Token)
 			return Session{}, err
 		}
 		// It is over whatever happens next.
@@ -267,7 +274,7 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 			return Session{}, err
 		}
 	}
-	if !renewed {
+	if !renewed && !started {
 		if err := m.startFor(ctx, s, sopts); err != nil {
 			return Session{}, err
 		}
@@ -286,7 +293,7 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 	if err != nil {
 		// The session is logged in; without its record, Renew would set
 		// the default cookie. End it rather than leave that.
-		m.store.Logout(ctx, s.Token)
+		m.endLogin(ctx, s.Token)
 		rs.cur, rs.curOK = Session{}, false
 		return Session{}, err
 	}
@@ -300,6 +307,30 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 	}
 	return s, nil
 }
+
+// endLogin ends the session of token, which a login that failed after
+// creating it would leave logged in with no cookie naming it. The failure
+// may be ctx's deadline, so the Logout runs under ctx's values only, for
+// cleanupTimeout at most, and is waited for only while ctx lasts.
+func (m *SessionManager) endLogin(ctx context.Context, token string) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if err := m.store.Logout(lctx, token); err != nil {
+			logError(lctx, m.opts.Logger, "retailhttp: ending a session whose login failed failed; it ends when idle", err)
+		}
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// cleanupTimeout bounds what a call that failed leaves running to clean up
+// after itself.
+const cleanupTimeout = 10 * time.Second
 
 // Renew moves the request's session to a new token, keeping its user,
 // lifetime, cart, recently viewed items and values
@@ -411,7 +442,7 @@ func parseInstant(v []byte) (time.Time, bool) {
 // Logout ends the request's session with [retail.Sessions.Logout],
 // deleting its cart, recently viewed items and values from the Store, and
 // clears the session cookie on w. Without a session it only clears the
-// cookie. Once it returns, the session is over for every request: a later
+// cookie. Once it returns nil, the session is over for every request: a later
 // one with the old cookie has no session, and one that began before may
 // still see it in its context, but the Store's calls with its token find
 // no session, and nothing brings it back. (Another process with a
@@ -422,7 +453,8 @@ func parseInstant(v []byte) (time.Time, bool) {
 // Handler passed on; with any other, it returns an error matching
 // [ErrNoHandler] and neither clears the cookie nor ends a session. The
 // cookie is cleared even if the Store fails, whose error is returned as
-// the Store returned it.
+// the Store returned it; the session then stays the request's, so that
+// Logout may be called again (with a context that has time left).
 func (m *SessionManager) Logout(ctx context.Context, w http.ResponseWriter) error {
 	rs, err := m.request(ctx, "Logout")
 	if err != nil {
@@ -434,9 +466,13 @@ func (m *SessionManager) Logout(ctx context.Context, w http.ResponseWriter) erro
 	if !rs.curOK {
 		return nil
 	}
-	token := rs.cur.Token
+	// The request's session is over once the Store says so: after a
+	// failure it is still the request's, and a Logout again ends it.
+	if err := m.store.Logout(ctx, rs.cur.Token); err != nil {
+		return err
+	}
 	rs.cur, rs.curOK = Session{}, false
-	return m.store.Logout(ctx, token)
+	return nil
 }
 
 // LogoutEverywhere ends every session of the request's user, on every
@@ -448,7 +484,7 @@ func (m *SessionManager) Logout(ctx context.Context, w http.ResponseWriter) erro
 // passed on; with any other, it returns an error matching [ErrNoHandler]
 // and neither clears the cookie nor ends a session. The cookie is cleared
 // even if the Store fails, whose error is returned as the Store returned
-// it.
+// it; the session then stays the request's, as with Logout.
 func (m *SessionManager) LogoutEverywhere(ctx context.Context, w http.ResponseWriter) (int, error) {
 	rs, err := m.request(ctx, "LogoutEverywhere")
 	if err != nil {
@@ -460,15 +496,18 @@ func (m *SessionManager) LogoutEverywhere(ctx context.Context, w http.ResponseWr
 	if !rs.curOK {
 		return 0, nil
 	}
-	s := rs.cur
-	rs.cur, rs.curOK = Session{}, false
+	// As in Logout, the session stays the request's if the Store fails.
+	s, n := rs.cur, 1
 	if s.Guest() {
-		if err := m.store.Logout(ctx, s.Token); err != nil {
-			return 0, err
-		}
-		return 1, nil
+		err = m.store.Logout(ctx, s.Token)
+	} else {
+		n, err = m.store.LogoutUser(ctx, s.User)
 	}
-	return m.store.LogoutUser(ctx, s.User)
+	if err != nil {
+		return 0, err
+	}
+	rs.cur, rs.curOK = Session{}, false
+	return n, nil
 }
 
 // start starts session s in the Store.

@@ -220,3 +220,81 @@ func TestRenew_FailingToReadTheCookieKindSetsTheDefaultCookie(t *testing.T) {
 		})
 	}
 }
+
+// A Logout or LogoutEverywhere that the Store failed (its context ended)
+// leaves the session the request's: called again with time left, it ends
+// the session, rather than answer nil for a session that is still live.
+func TestSessionManager_LogoutAgainAfterAFailureEndsTheSession(t *testing.T) {
+	for name, logout := range map[string]func(m *retailhttp.SessionManager, ctx context.Context, w http.ResponseWriter) error{
+		"Logout": func(m *retailhttp.SessionManager, ctx context.Context, w http.ResponseWriter) error {
+			return m.Logout(ctx, w)
+		},
+		"LogoutEverywhere": func(m *retailhttp.SessionManager, ctx context.Context, w http.ResponseWriter) error {
+			_, err := m.LogoutEverywhere(ctx, w)
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, _ := newStore(t)
+			m := newManager(t, s, retailhttp.SessionOptions{})
+			sess, c := login(t, m, "alice")
+			ctx := requestContext(t, m, c)
+			dead, cancel := context.WithCancel(ctx)
+			cancel()
+			if err := logout(m, dead, httptest.NewRecorder()); !errors.Is(err, context.Canceled) {
+				t.Fatalf("%s with a cancelled context = %v, want context.Canceled", name, err)
+			}
+			if err := logout(m, ctx, httptest.NewRecorder()); err != nil {
+				t.Fatalf("%s again = %v, want nil", name, err)
+			}
+			if _, ok, err := s.CheckToken(context.Background(), sess.Token); ok || err != nil {
+				t.Errorf("CheckToken after %s again = %v, %v; want the session over", name, ok, err)
+			}
+		})
+	}
+}
+
+// stallingValues is a Store whose SetValue stalls until its context ends,
+// as a Redis server that stops answering would.
+type stallingValues struct{ retail.Store }
+
+func (s stallingValues) SetValue(ctx context.Context, token, key string, value []byte) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// A LoginWith whose deadline passes while it records the cookie's kind has
+// logged the session in already: it ends that session, though its own
+// context is over, so that no session of the user is left that no cookie
+// names.
+func TestSessionManager_LoginWithPastItsDeadlineLeavesNoSession(t *testing.T) {
+	s, _ := newStore(t)
+	m := newManager(t, stallingValues{s}, retailhttp.SessionOptions{})
+	ctx, cancel := context.WithTimeout(requestContext(t, m), 50*time.Millisecond)
+	defer cancel()
+	if _, err := m.LoginWith(ctx, httptest.NewRecorder(), "alice", retailhttp.LoginOptions{BrowserSession: true}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("LoginWith = %v, want context.DeadlineExceeded", err)
+	}
+	eventually(t, "alice's half-made session to end", func() bool {
+		infos, err := s.UserSessions(context.Background(), "alice")
+		return err == nil && len(infos) == 0
+	})
+}
+
+// A login that the Store refuses as invalid (a Lifetime beyond its own)
+// ends nothing: not even the other user's session that the request has.
+func TestSessionManager_LoginWithRefusedEndsNoSession(t *testing.T) {
+	s, _ := newStore(t)
+	m := newManager(t, s, retailhttp.SessionOptions{})
+	bob, c := login(t, m, "bob")
+	_, err := m.LoginWith(requestContext(t, m, c), httptest.NewRecorder(), "alice", retailhttp.LoginOptions{Lifetime: 1000 * time.Hour})
+	if !errors.Is(err, retail.ErrInvalid) {
+		t.Fatalf("LoginWith(alice, 1000h) = %v, want ErrInvalid", err)
+	}
+	if user, ok, err := s.CheckToken(context.Background(), bob.Token); user != "bob" || !ok || err != nil {
+		t.Errorf("CheckToken(bob's token) after the refused login = %q, %v, %v; want bob's session", user, ok, err)
+	}
+	if infos, err := s.UserSessions(context.Background(), "alice"); len(infos) != 0 || err != nil {
+		t.Errorf("UserSessions(alice) = %v, %v; want none", infos, err)
+	}
+}
