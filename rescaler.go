@@ -96,13 +96,15 @@ func NewViewRescaler(s Store, opts ViewRescalerOptions) (*ViewRescaler, error) {
 // Every later. Rescalers in several processes sharing a Store take turns
 // (see ViewRescalerOptions.Clock): one rescale a period in all.
 //
-// When ctx ends, Run stores the views the process has added up and not yet
-// stored (see [Views.FlushViews]), so that a process that shuts its workers
-// down loses none.
+// When ctx ends, Run returns at once, and starts storing the views the
+// process has added up and not yet stored (see [Views.FlushViews]) in the
+// background, for 10 s at most; the Store's Close waits for that, and
+// stores what is left, so that a process that closes its Store as it
+// shuts its workers down loses none.
 func (r *ViewRescaler) Run(ctx context.Context) (err error) {
 	defer func() {
 		if err == nil {
-			err = r.flushViews(ctx)
+			r.flushViews(ctx)
 		}
 	}()
 	o := r.opts
@@ -127,13 +129,15 @@ func (r *ViewRescaler) Run(ctx context.Context) (err error) {
 	return nil
 }
 
-// flushViews stores the process's views as Run returns, with a context of
-// its own: Run's has ended. A closed Store has nothing to flush.
-func (r *ViewRescaler) flushViews(ctx context.Context) error {
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
-	defer cancel()
-	if err := r.views.FlushViews(fctx); err != nil && !errors.Is(err, ErrClosed) {
-		logError(ctx, r.opts.Logger, "ViewRescaler", "retail: storing the views left failed", err)
-	}
-	return nil
+// flushViews starts storing the process's views as Run returns, in the
+// background, with a context of its own: Run's has ended. A closed Store
+// has nothing to flush.
+func (r *ViewRescaler) flushViews(ctx context.Context) {
+	go func() {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+		defer cancel()
+		if err := r.views.FlushViews(fctx); err != nil && !errors.Is(err, ErrClosed) {
+			logError(fctx, r.opts.Logger, "ViewRescaler", "retail: storing the views left failed", err)
+		}
+	}()
 }

@@ -252,9 +252,47 @@ func TestViewRescaler_StoresTheViewsLeftWhenItStops(t *testing.T) {
 	if err := r.Run(ctx); err != nil {
 		t.Fatalf("Run() = %v, want nil", err)
 	}
+	eventually(t, "the views to reach the driver", func() bool { return len(d.recorded()) > 0 })
 	if diff := cmp.Diff([]string{`CountViews(#1: "a"×1)`}, d.recorded()); diff != "" {
 		t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
 	}
+}
+
+// A ViewRescaler whose last flush hangs (the server stalls) returns when
+// its context ends all the same; the Store's Close waits for the flush.
+func TestViewRescaler_ReturnsWhileItsLastFlushHangs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &blockingViews{fakeDriver: &fakeDriver{}, entered: make(chan struct{}, 1), release: make(chan struct{})}
+		s := retail.NewStoreWith(d, retail.StoreOptions{ViewFlush: time.Hour})
+		if err := s.CountView(t.Context(), "a"); err != nil {
+			t.Fatal(err)
+		}
+		r, err := retail.NewViewRescaler(s, retail.ViewRescalerOptions{Every: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if err := r.Run(ctx); err != nil {
+			t.Fatalf("Run() = %v, want nil", err)
+		}
+		<-d.entered // the last flush is running, and hangs until released
+		closed := make(chan error, 1)
+		go func() { closed <- s.Close() }()
+		synctest.Wait()
+		select {
+		case err := <-closed:
+			t.Fatalf("Close() = %v before the hanging flush ended", err)
+		default:
+		}
+		close(d.release)
+		if err := <-closed; err != nil {
+			t.Fatalf("Close() = %v", err)
+		}
+		if diff := cmp.Diff([]string{`CountViews(#1: "a"×1)`}, d.recorded()); diff != "" {
+			t.Errorf("calls reaching the driver mismatch (-want +got):\n%s", diff)
+		}
+	})
 }
 
 // blockingRefreshDriver is a fakeDriver whose RefreshSession waits for a

@@ -41,6 +41,9 @@ func stopOn(ctx context.Context, err error) (stop bool, runErr error) {
 	if ctx.Err() != nil {
 		return true, nil
 	}
+	if d, ok := ctx.Deadline(); ok && errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(d) {
+		return true, nil // the client saw the deadline pass before ctx did
+	}
 	if errors.Is(err, ErrClosed) {
 		return true, err
 	}
