@@ -20,10 +20,16 @@ type Coordinator interface {
 	// that turn n is the nth period of their interval. A claim is kept for
 	// at least hold, after which the Store may forget it (a late claim of
 	// a forgotten turn can then succeed again, so hold should span the
-	// turn). name and owner follow the rules of tokens; hold must be at
-	// least a millisecond.
+	// turn). name and owner follow the rules of tokens; turn lies within
+	// ±MaxClaimTurn; hold must be at least a millisecond.
 	Claim(ctx context.Context, name, owner string, turn int64, hold time.Duration) (bool, error)
 }
+
+// MaxClaimTurn bounds the turns that [Coordinator.Claim] takes: 2^53, the
+// largest integer a float64 holds exactly (Redis compares turns in Lua,
+// whose numbers are float64). The workers' turns, periods since 1970, stay
+// far below it.
+const MaxClaimTurn = 1 << 53
 
 // Claim implements Coordinator through the driver, which claims across
 // every process that shares its data (see driver.Store).
@@ -34,6 +40,9 @@ func (s *store) Claim(ctx context.Context, name, owner string, turn int64, hold 
 	}
 	if err := checkID(op, "owner", owner); err != nil {
 		return false, err
+	}
+	if turn > MaxClaimTurn || turn < -MaxClaimTurn {
+		return false, invalid(op, "turn", "beyond ±MaxClaimTurn")
 	}
 	if hold < time.Millisecond {
 		return false, invalid(op, "hold", "under a millisecond")

@@ -222,7 +222,8 @@ func (c *PageCache) lookup(ctx context.Context, key string) (*CachedPage, bool, 
 // Fetch returns the page cached for u or, on a miss, renders it with
 // render and caches it for the TTL option. It does not ask CanCache: the
 // caller has decided that u may be cached. hit reports whether the page
-// came from the cache or from a concurrent render of the same page.
+// came from the cache or from a concurrent render of the same page. A nil
+// render gives an error matching [ErrInvalid].
 //
 // A page that Fetch stores gets its Stored and Expires times, by the Clock
 // option and the TTL option, and a strong ETag header computed from its
@@ -254,6 +255,9 @@ func (c *PageCache) lookup(ctx context.Context, key string) (*CachedPage, bool, 
 // Each call counts in the Store's [Stats]: as a hit if it returns hit ==
 // true, as a bypass for a page without a key, as a miss otherwise.
 func (c *PageCache) Fetch(ctx context.Context, u *url.URL, render func(context.Context) (*CachedPage, error)) (p *CachedPage, hit bool, err error) {
+	if render == nil {
+		return nil, false, invalid("PageCache.Fetch", "render", "nil")
+	}
 	key, ok := c.Key(u)
 	if !ok {
 		c.stats.pageBypasses.Add(1)
@@ -313,7 +317,8 @@ func (c *PageCache) fetch(ctx context.Context, key, item string, render func(con
 // cache_request. If CanCache allows it, the page is served from the cache
 // (hit is true) or rendered by render and cached as a 200 page (see
 // [PageCache.Fetch], whose rules on coalescing, panics and failures apply);
-// otherwise it is rendered and nothing is stored. An entry stored by an
+// otherwise it is rendered and nothing is stored. A nil render gives an
+// error matching [ErrInvalid]. An entry stored by an
 // HTTP middleware for u is served too: its body is returned.
 //
 // An error from render is returned as it is, and nothing is cached.
@@ -321,6 +326,9 @@ func (c *PageCache) fetch(ctx context.Context, key, item string, render func(con
 // that if rendering succeeded but caching failed, the body is returned
 // together with the error, so that a server may still send the page.
 func (c *PageCache) CacheRequest(ctx context.Context, u *url.URL, render func(context.Context) ([]byte, error)) (body []byte, hit bool, err error) {
+	if render == nil {
+		return nil, false, invalid("PageCache.CacheRequest", "render", "nil")
+	}
 	ok, err := c.CanCache(ctx, u)
 	if err != nil {
 		c.stats.pageBypasses.Add(1)
@@ -453,12 +461,19 @@ func pageItem(u *url.URL) string {
 // (no "_" query parameter), and the item must be ranked by views below the
 // limit. A query that does not parse, or an item id that breaks the input
 // rules, makes the page not cacheable rather than an error: such a page is
-// simply rendered every time. Errors from views are returned as they are.
+// simply rendered every time. Errors from views are returned as they are;
+// a nil views gives an error matching [ErrInvalid].
 func CanCache(ctx context.Context, views Views, u *url.URL) (bool, error) {
+	if views == nil {
+		return false, invalid("CanCache", "views", "nil")
+	}
 	return canCache(ctx, views.ItemRank, u, DefaultMaxCacheRank)
 }
 
 func canCache(ctx context.Context, itemRank func(context.Context, string) (int, bool, error), u *url.URL, maxRank int) (bool, error) {
+	if u == nil {
+		return false, nil
+	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
 		// Which item is asked for is ambiguous; the cache must not guess.

@@ -801,3 +801,39 @@ func TestPageCache_FetchWaitersDoNotShareTheLeadersPage(t *testing.T) {
 		}
 	}
 }
+
+// Nil arguments are bad input, not panics: a nil URL has no key and is not
+// cacheable; a nil render or views is refused with ErrInvalid.
+func TestPageCache_NilArguments(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	c := newPageCache(t, s, retail.PageCacheOptions{})
+	if key, ok := c.Key(nil); key != "" || ok {
+		t.Errorf("Key(nil) = %q, %v, want no key", key, ok)
+	}
+	if ok, err := c.CanCache(ctx, nil); ok || err != nil {
+		t.Errorf("CanCache(nil) = %v, %v, want false, nil", ok, err)
+	}
+	if ok, err := retail.CanCache(ctx, s, nil); ok || err != nil {
+		t.Errorf("retail.CanCache(s, nil) = %v, %v, want false, nil", ok, err)
+	}
+	if _, ok, err := c.Lookup(ctx, nil); ok || err != nil {
+		t.Errorf("Lookup(nil) = %v, %v, want a miss", ok, err)
+	}
+	if err := c.Purge(ctx, nil); err != nil {
+		t.Errorf("Purge(nil) = %v, want nil", err)
+	}
+	u := mustParse(t, "http://shop.test/?item=itemX")
+	if _, err := retail.CanCache(ctx, nil, u); !errors.Is(err, retail.ErrInvalid) {
+		t.Errorf("retail.CanCache(nil views) = %v, want ErrInvalid", err)
+	}
+	if _, _, err := c.Fetch(ctx, u, nil); !errors.Is(err, retail.ErrInvalid) {
+		t.Errorf("Fetch(nil render) = %v, want ErrInvalid", err)
+	}
+	if _, _, err := c.CacheRequest(ctx, u, nil); !errors.Is(err, retail.ErrInvalid) {
+		t.Errorf("CacheRequest(nil render) = %v, want ErrInvalid", err)
+	}
+	if _, _, err := retail.CacheRequest(ctx, s, u, nil); !errors.Is(err, retail.ErrInvalid) {
+		t.Errorf("retail.CacheRequest(nil render) = %v, want ErrInvalid", err)
+	}
+}

@@ -37,8 +37,8 @@ var DefaultTrackingParams = []string{
 // /item; such spellings have no key and are served but not cached. The
 // query needs no such rule: it is decoded and encoded again.
 //
-// ok is false when the page may not be cached whatever the rule says: its
-// path is not canonical, its host is not one of Hosts, its query does not
+// ok is false when the page may not be cached whatever the rule says: u is
+// nil, its path is not canonical, its host is not one of Hosts, its query does not
 // parse, has a parameter that is neither kept nor a tracking parameter, or
 // a kept one repeated, or the key breaks the page key rule (for example by being longer than
 // [MaxPageKeyLen]).
@@ -54,7 +54,7 @@ func (c *PageCache) Key(u *url.URL) (key string, ok bool) {
 // canonical form, and whether u spells the path that way. ok is false if
 // u has no key whatever its path.
 func (c *PageCache) key(u *url.URL) (key string, canonical, ok bool) {
-	if u.Opaque != "" {
+	if u == nil || u.Opaque != "" {
 		return "", false, false
 	}
 	host := ""

@@ -154,7 +154,10 @@ type Sessions interface {
 	// nothing.
 	//
 	// At no moment is neither token live: a concurrent CheckToken finds
-	// one of them.
+	// one of them. So a RenewSession that fails (the Store's error, a
+	// context that ends) may leave both: token's session unchanged, and
+	// newToken's, which nobody was handed, listed by UserSessions until
+	// it idles out or the user logs out everywhere.
 	RenewSession(ctx context.Context, token, newToken, user string) (ok bool, err error)
 
 	// RenewSessionFor is RenewSession for a login that gives the session

@@ -279,6 +279,24 @@ func invalidCalls() []invalidCall {
 		add(c.name, "ClaimDueRows", "limit", fmt.Sprintf("ClaimDueRows(%d)", c.limit),
 			func(ctx context.Context, s retail.Store) error { _, err := s.ClaimDueRows(ctx, c.limit); return err })
 	}
+	for _, c := range []struct {
+		name string
+		turn int64
+		hold time.Duration
+	}{
+		{"TurnAboveMax", retail.MaxClaimTurn + 1, time.Second}, {"TurnBelowMin", -retail.MaxClaimTurn - 1, time.Second},
+		{"HoldBelowMin", 1, time.Millisecond - 1},
+	} {
+		arg := "turn"
+		if c.hold < time.Millisecond {
+			arg = "hold"
+		}
+		add(c.name, "Claim", arg, fmt.Sprintf(`Claim("work", "owner", %d, %v)`, c.turn, c.hold),
+			func(ctx context.Context, s retail.Store) error {
+				_, err := s.Claim(ctx, "work", "owner", c.turn, c.hold)
+				return err
+			})
+	}
 	bigRow := make([]byte, retail.MaxRowSize+1)
 	add("DataTooLarge", "SetRow", "data", fmt.Sprintf(`SetRow("row-a", <%d bytes>)`, len(bigRow)),
 		func(ctx context.Context, s retail.Store) error { return s.SetRow(ctx, "row-a", bigRow) })

@@ -29,8 +29,9 @@ var readSession = sessionScript(readSrc)
 // one of them whenever it runs. If the process stops between the steps (a
 // crash, an error, a context that ends), RenewSession returns an error and
 // the caller hands the new token to nobody: the old session is unchanged and
-// still works, and the new one, which no user index lists, expires by the
-// idle timeout and is removed by cleaning or its key's TTL. If the old
+// still works, and the new one, which its user's index lists (UserSessions
+// shows it until it ends), expires by the idle timeout and is removed by
+// cleaning or its key's TTL. If the old
 // session is gone when step 2 runs (a concurrent Logout or RenewSession of
 // the same token), the new one is deleted again and RenewSession reports
 // NoSession. A write to the old token that lands between the copy and the
