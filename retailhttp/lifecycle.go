@@ -44,6 +44,10 @@ type requestSession struct {
 	mu    sync.Mutex
 	cur   Session
 	curOK bool
+	// ending is the session a Logout or LogoutEverywhere of the request
+	// failed to end: no longer the request's (its cookie is cleared), but
+	// a Logout or LogoutEverywhere again ends it.
+	ending Session
 }
 
 // WithSession returns a copy of ctx that carries s, as
@@ -151,9 +155,10 @@ func (m *SessionManager) Ensure(ctx context.Context, w http.ResponseWriter) (Ses
 // (1..[retail.MaxUserLen] bytes of valid UTF-8), and the Store's error as
 // the Store returned it if the Store fails; then no cookie is set, and the
 // old session is unchanged, unless it was another user's, which is logged
-// out first, or the Store failed after the login had moved it to its new
-// token (recording or dropping LoginWith's choice of cookie), which ends
-// it.
+// out first (for a LoginWith with a Lifetime, right after the new session
+// starts, which is ended again if that logout fails), or the Store failed
+// after the login had moved it to its new token (recording or dropping
+// LoginWith's choice of cookie), which ends it.
 func (m *SessionManager) Login(ctx context.Context, w http.ResponseWriter, user string) (Session, error) {
 	return m.LoginWith(ctx, w, user, LoginOptions{})
 }
@@ -251,14 +256,20 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 	switch {
 	case rs.curOK && rs.cur.User != "" && rs.cur.User != user:
 		// Another user's session: what it holds is theirs, not user's.
-		// The new session comes first, so that a login the Store refuses
-		// (a Lifetime beyond its own) ends nothing.
-		if err := m.startFor(ctx, s, sopts); err != nil {
-			return Session{}, err
+		// With a Lifetime, which only the Store can check against its own,
+		// the new session comes first, so that a login the Store refuses
+		// ends nothing; otherwise the other user's session goes first, so
+		// that a failure to end it leaves user's sessions as they were.
+		if opts.Lifetime != 0 {
+			if err := m.startFor(ctx, s, sopts); err != nil {
+				return Session{}, err
+			}
+			started = true
 		}
-		started = true
 		if err := m.store.Logout(ctx, rs.cur.Token); err != nil {
-			m.endLogin(ctx, s.Token)
+			if started {
+				m.endLogin(ctx, s.Token)
+			}
 			return Session{}, err
 		}
 		// It is over whatever happens next.
@@ -318,7 +329,7 @@ func (m *SessionManager) endLogin(ctx context.Context, token string) {
 		defer close(done)
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
-		if err := m.store.Logout(lctx, token); err != nil {
+		if err := m.store.Logout(lctx, token); err != nil && !errors.Is(err, retail.ErrClosed) {
 			logError(lctx, m.opts.Logger, "retailhttp: ending a session whose login failed failed; it ends when idle", err)
 		}
 	}()
@@ -453,8 +464,9 @@ func parseInstant(v []byte) (time.Time, bool) {
 // Handler passed on; with any other, it returns an error matching
 // [ErrNoHandler] and neither clears the cookie nor ends a session. The
 // cookie is cleared even if the Store fails, whose error is returned as
-// the Store returned it; the session then stays the request's, so that
-// Logout may be called again (with a context that has time left).
+// the Store returned it; the session is then no longer the request's (as
+// its cookie is cleared), but Logout again, with a context that has time
+// left, ends it.
 func (m *SessionManager) Logout(ctx context.Context, w http.ResponseWriter) error {
 	rs, err := m.request(ctx, "Logout")
 	if err != nil {
@@ -463,16 +475,27 @@ func (m *SessionManager) Logout(ctx context.Context, w http.ResponseWriter) erro
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	sendCookie(w, m.clearCookie())
-	if !rs.curOK {
+	s, ok := rs.takeForLogout()
+	if !ok {
 		return nil
 	}
-	// The request's session is over once the Store says so: after a
-	// failure it is still the request's, and a Logout again ends it.
-	if err := m.store.Logout(ctx, rs.cur.Token); err != nil {
+	if err := m.store.Logout(ctx, s.Token); err != nil {
+		rs.ending = s
 		return err
 	}
-	rs.cur, rs.curOK = Session{}, false
 	return nil
+}
+
+// takeForLogout returns the session a Logout or LogoutEverywhere of the
+// request ends: the request's, which it no longer is, or else one that an
+// earlier such call failed to end. The caller holds rs.mu.
+func (rs *requestSession) takeForLogout() (Session, bool) {
+	s, ok := rs.cur, rs.curOK
+	if !ok && rs.ending.Token != "" {
+		s, ok = rs.ending, true
+	}
+	rs.cur, rs.curOK, rs.ending = Session{}, false, Session{}
+	return s, ok
 }
 
 // LogoutEverywhere ends every session of the request's user, on every
@@ -484,7 +507,7 @@ func (m *SessionManager) Logout(ctx context.Context, w http.ResponseWriter) erro
 // passed on; with any other, it returns an error matching [ErrNoHandler]
 // and neither clears the cookie nor ends a session. The cookie is cleared
 // even if the Store fails, whose error is returned as the Store returned
-// it; the session then stays the request's, as with Logout.
+// it; LogoutEverywhere again then ends the sessions, as with Logout.
 func (m *SessionManager) LogoutEverywhere(ctx context.Context, w http.ResponseWriter) (int, error) {
 	rs, err := m.request(ctx, "LogoutEverywhere")
 	if err != nil {
@@ -493,20 +516,20 @@ func (m *SessionManager) LogoutEverywhere(ctx context.Context, w http.ResponseWr
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	sendCookie(w, m.clearCookie())
-	if !rs.curOK {
+	s, ok := rs.takeForLogout()
+	if !ok {
 		return 0, nil
 	}
-	// As in Logout, the session stays the request's if the Store fails.
-	s, n := rs.cur, 1
+	n := 1
 	if s.Guest() {
 		err = m.store.Logout(ctx, s.Token)
 	} else {
 		n, err = m.store.LogoutUser(ctx, s.User)
 	}
 	if err != nil {
+		rs.ending = s
 		return 0, err
 	}
-	rs.cur, rs.curOK = Session{}, false
 	return n, nil
 }
 

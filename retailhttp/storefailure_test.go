@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/backend/memory"
 	"github.com/retailkit/retail/retailhttp"
 )
 
@@ -296,5 +297,66 @@ func TestSessionManager_LoginWithRefusedEndsNoSession(t *testing.T) {
 	}
 	if infos, err := s.UserSessions(context.Background(), "alice"); len(infos) != 0 || err != nil {
 		t.Errorf("UserSessions(alice) = %v, %v; want none", infos, err)
+	}
+}
+
+// failingLogoutOf is a Store whose Logout of one token fails.
+type failingLogoutOf struct {
+	retail.Store
+	token string
+}
+
+func (s *failingLogoutOf) Logout(ctx context.Context, token string) error {
+	if token == s.token {
+		return errStoreDown
+	}
+	return s.Store.Logout(ctx, token)
+}
+
+// A Login over another user's session whose logout fails changes nothing
+// of user's sessions: it starts none, and ends none of theirs (with
+// MaxSessionsPerUser, starting one first would end their oldest device).
+func TestSessionManager_LoginOverAnotherUserWhoseLogoutFailsChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	s, err := memory.New(memory.Options{Clock: retail.NewManualClock(epoch), MaxSessionsPerUser: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	f := &failingLogoutOf{Store: s}
+	m := newManager(t, f, retailhttp.SessionOptions{})
+	phone, _ := login(t, m, "alice")
+	bob, c := login(t, m, "bob")
+	f.token = bob.Token
+	if _, err := m.Login(requestContext(t, m, c), httptest.NewRecorder(), "alice"); !errors.Is(err, errStoreDown) {
+		t.Fatalf("Login(alice) over bob's session whose logout fails = %v, want errStoreDown", err)
+	}
+	infos, err := s.UserSessions(ctx, "alice")
+	if err != nil || len(infos) != 1 || infos[0].ID != retail.SessionID(phone.Token) {
+		t.Errorf("UserSessions(alice) = %+v, %v; want only her phone's session", infos, err)
+	}
+}
+
+// After a Logout the Store failed, the request has no session, as its
+// cleared cookie says: an Ensure starts a guest session and sets its
+// cookie, rather than hand back the session the visitor asked to end.
+func TestSessionManager_EnsureAfterAFailedLogoutStartsAGuest(t *testing.T) {
+	s, _ := newStore(t)
+	m := newManager(t, s, retailhttp.SessionOptions{})
+	sess, c := login(t, m, "alice")
+	ctx := requestContext(t, m, c)
+	dead, cancel := context.WithCancel(ctx)
+	cancel()
+	rec := httptest.NewRecorder()
+	if err := m.Logout(dead, rec); err == nil {
+		t.Fatal("Logout with a cancelled context = nil, want an error")
+	}
+	got, err := m.Ensure(ctx, rec)
+	if err != nil || got.Token == sess.Token || !got.Guest() {
+		t.Fatalf("Ensure after the failed Logout = %+v, %v; want a new guest session", got, err)
+	}
+	cookies := rec.Result().Cookies()
+	if last := cookies[len(cookies)-1]; last.Value != got.Token || last.MaxAge <= 0 {
+		t.Errorf("the response's last session cookie = %v, want the guest's", last)
 	}
 }
