@@ -25,9 +25,9 @@ type Coordinator interface {
 	Claim(ctx context.Context, name, owner string, turn int64, hold time.Duration) (bool, error)
 }
 
-// MaxClaimTurn bounds the turns that [Coordinator.Claim] takes: 2^53, the
-// largest integer a float64 holds exactly (Redis compares turns in Lua,
-// whose numbers are float64). The workers' turns, periods since 1970, stay
+// MaxClaimTurn bounds the turns that [Coordinator.Claim] takes: 2^53, up
+// to which a float64 holds every integer exactly (Redis compares turns in
+// Lua, whose numbers are float64). The workers' turns, periods since 1970, stay
 // far below it.
 const MaxClaimTurn = 1 << 53
 
