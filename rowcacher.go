@@ -28,7 +28,8 @@ type RowLoader func(ctx context.Context, row string) (any, error)
 // matching [ErrInvalid].
 type RowCacherOptions struct {
 	// Poll is how long the cacher waits after a claim that returned fewer
-	// than Batch rows, or failed; DefaultRowPoll if zero. It bounds how late
+	// than Batch rows, or failed (after claims that failed in a row, twice
+	// as long each time, up to 5 s); DefaultRowPoll if zero. It bounds how late
 	// a due row is refreshed.
 	Poll time.Duration
 
@@ -108,13 +109,17 @@ func NewRowCacher(s Store, load RowLoader, opts RowCacherOptions) (*RowCacher, e
 func (c *RowCacher) Run(ctx context.Context) error {
 	const worker = "RowCacher"
 	o := c.opts
+	failures := 0 // claims that failed in a row
 	for {
 		rows, err := c.rows.ClaimDueRows(ctx, o.Batch)
 		if stop, runErr := stopOn(ctx, err); stop {
 			return runErr
 		}
 		if err != nil {
+			failures++
 			logError(ctx, o.Logger, worker, "retail: claiming due rows failed; retrying", err)
+		} else {
+			failures = 0
 		}
 		for _, row := range rows {
 			if ctx.Err() != nil {
@@ -128,7 +133,10 @@ func (c *RowCacher) Run(ctx context.Context) error {
 			}
 		}
 		poll := o.Poll
-		if len(rows) >= o.Batch {
+		switch {
+		case failures > 0:
+			poll = retryPause(o.Poll, failures)
+		case len(rows) >= o.Batch:
 			// A full batch means more rows may be due.
 			poll = 0
 		}
@@ -136,6 +144,21 @@ func (c *RowCacher) Run(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// maxRetryPause is the longest a RowCacher waits after failed claims.
+const maxRetryPause = 5 * time.Second
+
+// retryPause is how long a RowCacher waits after failures claims failed in
+// a row: Poll, doubled each time up to maxRetryPause (or Poll if longer),
+// so that a Store that cannot answer (Redis down) is asked, and the
+// failure logged, a few times a minute rather than at every Poll.
+func retryPause(poll time.Duration, failures int) time.Duration {
+	d := poll
+	for i := 1; i < failures && d < maxRetryPause; i++ {
+		d *= 2
+	}
+	return max(min(d, maxRetryPause), poll)
 }
 
 // refresh loads row and stores its JSON, and calls OnChange if it is set

@@ -1,16 +1,19 @@
 package retail_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -369,4 +372,46 @@ func TestRowCacher_LogsOnChangeFailures(t *testing.T) {
 	if got, _, _ := s.Row(ctx, "row-1"); !strings.Contains(string(got), `"version":2`) {
 		t.Errorf("Row(row-1) = %s, want version 2", got)
 	}
+}
+
+// A RowCacher whose claims fail (Redis down) asks less and less often, up
+// to every 5 s, rather than at every Poll: an outage neither floods the
+// log nor loads the server as it comes back. Once a claim succeeds, it
+// polls every Poll again.
+func TestRowCacher_BacksOffWhileClaimsFail(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &fakeDriver{failOn: map[string]error{"ClaimDueRows": errors.New("connection refused")}}
+		s := retail.NewStoreWith(d, retail.StoreOptions{})
+		defer s.Close()
+		var logs bytes.Buffer
+		c, err := retail.NewRowCacher(s, func(context.Context, string) (any, error) { return nil, nil },
+			retail.RowCacherOptions{Poll: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- c.Run(ctx) }()
+		claims := func() int { return strings.Count(strings.Join(d.recorded(), "\n"), "ClaimDueRows") }
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		// 50 ms doubling to 5 s: 7 pauses take 6.35 s, then one every 5 s.
+		if n := claims(); n < 10 || n > 20 {
+			t.Errorf("claims in a minute of failures = %d, want 10..20 (1,200 at every Poll)", n)
+		}
+		d.mu.Lock()
+		d.failOn = nil
+		d.mu.Unlock()
+		time.Sleep(5 * time.Second) // the longest pause, then claims that succeed
+		before := claims()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n := claims() - before; n < 19 {
+			t.Errorf("claims in a second after the failures ended = %d, want about 20 (every Poll)", n)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v, want nil", err)
+		}
+	})
 }
