@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"time"
 
 	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/backend/memory"
@@ -79,8 +80,10 @@ func Example_server() {
 		http.Redirect(w, r, "/cart", http.StatusSeeOther)
 	})
 
-	// Sessions outside, so that every view of /?item=X is counted, cache hits too.
-	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: sessions.Handler(pages.Handler(mux))}
+	// Sessions outside: every view of /?item=X counts, cache hits too. The deadline
+	// makes a Redis that does not answer fail requests rather than hold them.
+	h := http.TimeoutHandler(sessions.Handler(pages.Handler(mux)), 5*time.Second, "try again")
+	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: h}
 	go func() {
 		<-ctx.Done()
 		srv.Shutdown(context.Background())

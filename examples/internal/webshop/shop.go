@@ -62,7 +62,13 @@ type shopOptions struct {
 	// gets a browser-session cookie and Lifetime. Lifetime if zero. The
 	// store's lifetime must be the longer of the two.
 	Remember time.Duration
-	Logger   *slog.Logger
+	// RequestTimeout bounds each request's work (DefaultRequestTimeout if
+	// zero): the store's calls take the request's context, and a Redis
+	// that does not answer (down, stalled) fails them at the deadline, so
+	// that the visitor gets an error page rather than a request that hangs
+	// while rueidis retries.
+	RequestTimeout time.Duration
+	Logger         *slog.Logger
 	// Routes are served beside the shop's, outside its middlewares, by
 	// pattern (an Extension's, such as "GET /metrics").
 	Routes map[string]http.Handler
@@ -82,6 +88,9 @@ func newShop(store retail.Store, cat catalog, opts shopOptions) (http.Handler, e
 	}
 	if opts.Remember == 0 {
 		opts.Remember = opts.Lifetime
+	}
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
 	}
 	s := &shop{store: store, catalog: cat, log: opts.Logger, lifetime: opts.Lifetime, remember: opts.Remember}
 	sessionOpts := retailhttp.SessionOptions{
@@ -140,8 +149,20 @@ func newShop(store retail.Store, cat catalog, opts shopOptions) (http.Handler, e
 	}
 	// Cross-origin POSTs (a form on another site) are refused; SameSite=Lax
 	// cookies already keep them anonymous.
-	root.Handle("/", http.NewCrossOriginProtection().Handler(sessions.Handler(pages.Handler(mux))))
+	root.Handle("/", withDeadline(http.NewCrossOriginProtection().Handler(sessions.Handler(pages.Handler(mux))), opts.RequestTimeout))
 	return root, nil
+}
+
+// DefaultRequestTimeout is how long a request's work may take.
+const DefaultRequestTimeout = 5 * time.Second
+
+// withDeadline passes each request to h with a context that ends after d.
+func withDeadline(h http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 // viewedItem tells the session middleware which item a request views: only

@@ -797,3 +797,41 @@ func TestShop_OnlyTheLatestSummaryPlacesTheOrder(t *testing.T) {
 		t.Errorf("the latest summary %s placed no order after the older one was submitted; body:\n%s", latest, p.body)
 	}
 }
+
+// stalledStore is a Store whose session refreshes and page reads never
+// answer, as a Redis that is down or stalled: each waits until its
+// context ends.
+type stalledStore struct{ retail.Store }
+
+func (s stalledStore) RefreshSession(ctx context.Context, token, item string) (string, bool, error) {
+	<-ctx.Done()
+	return "", false, ctx.Err()
+}
+
+func (s stalledStore) Page(ctx context.Context, key string) ([]byte, bool, error) {
+	<-ctx.Done()
+	return nil, false, ctx.Err()
+}
+
+// A request whose store does not answer ends at the shop's request timeout
+// with an error page, rather than hang for as long as the store does.
+func TestShop_AStalledStoreFailsRequestsAtTheDeadline(t *testing.T) {
+	store, err := memory.New(memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	live := newTestShopOn(t, store, shopOptions{})
+	v := live.visitor()
+	if p := v.addToCart("kettle", "1"); p.status != http.StatusOK {
+		t.Fatalf("adding a kettle to a guest's cart: status %d", p.status)
+	}
+	stalled := newTestShopOn(t, stalledStore{store}, shopOptions{RequestTimeout: 50 * time.Millisecond})
+	v.shop = stalled // the same host: v's cookie goes along
+	if p := v.get("/cart"); p.status < 500 {
+		t.Errorf("GET /cart with a session while the store stalls = %d, want a 5xx error page", p.status)
+	}
+	if p := v.get("/item?item=kettle"); p.status < 500 && !strings.Contains(p.body, "kettle") {
+		t.Errorf("GET /item while the store stalls = %d %q, want the page or an error page", p.status, p.body)
+	}
+}
