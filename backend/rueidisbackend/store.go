@@ -46,7 +46,10 @@ type Options struct {
 
 	// Lifetime ends a session this long after it started or last logged in;
 	// retail.DefaultLifetime if zero. IdleTimeout and Lifetime must be in
-	// retail.MinDuration..retail.MaxSessionTime.
+	// retail.MinDuration..retail.MaxSessionTime. Every Store on one Redis
+	// and Prefix must have the same two: a LogoutUser keeps its record, and
+	// a session its key, as long as the Store that wrote them says a
+	// session lives.
 	Lifetime time.Duration
 
 	// RecentLimit is how many recently viewed items a session keeps;
