@@ -27,8 +27,8 @@ type Coordinator interface {
 
 // MaxClaimTurn bounds the turns that [Coordinator.Claim] takes: 2^53, up
 // to which a float64 holds every integer exactly (Redis compares turns in
-// Lua, whose numbers are float64). The workers' turns, periods since 1970, stay
-// far below it.
+// Lua, whose numbers are float64). The workers' turns, periods since
+// 1970, stay far below it.
 const MaxClaimTurn = 1 << 53
 
 // Claim implements Coordinator through the driver, which claims across

@@ -24,8 +24,8 @@ var DefaultTrackingParams = []string{
 // empty), the escaped path ("/" if empty) and, if any are left, "?" and
 // the query parameters that tell pages apart ("item" and the Params
 // option), sorted by name. Tracking parameters are dropped, and so are
-// kept parameters without a value (color= reads as no color). The scheme, user information and
-// fragment are not part of the key.
+// kept parameters without a value (color= reads as no color). The scheme,
+// user information and fragment are not part of the key.
 //
 // A page has one key, so that a request cannot add a second entry for it
 // by spelling its URL differently: the path must be in its canonical
@@ -38,10 +38,10 @@ var DefaultTrackingParams = []string{
 // query needs no such rule: it is decoded and encoded again.
 //
 // ok is false when the page may not be cached whatever the rule says: u is
-// nil, its path is not canonical, its host is not one of Hosts, its query does not
-// parse, has a parameter that is neither kept nor a tracking parameter, or
-// a kept one repeated, or the key breaks the page key rule (for example by being longer than
-// [MaxPageKeyLen]).
+// nil, its path is not canonical, its host is not one of Hosts, its query
+// does not parse, has a parameter that is neither kept nor a tracking
+// parameter, or a kept one repeated, or the key breaks the page key rule
+// (for example by being longer than [MaxPageKeyLen]).
 func (c *PageCache) Key(u *url.URL) (key string, ok bool) {
 	key, canonical, ok := c.key(u)
 	if !ok || !canonical {

@@ -29,8 +29,8 @@ type RowLoader func(ctx context.Context, row string) (any, error)
 type RowCacherOptions struct {
 	// Poll is how long the cacher waits after a claim that returned fewer
 	// than Batch rows, or failed (after claims that failed in a row, twice
-	// as long each time, up to 5 s); DefaultRowPoll if zero. It bounds how late
-	// a due row is refreshed.
+	// as long each time, up to 5 s); DefaultRowPoll if zero. It bounds how
+	// late a due row is refreshed.
 	Poll time.Duration
 
 	// Batch is the most rows claimed at once, at most [MaxClaimRows];

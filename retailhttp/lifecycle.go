@@ -453,9 +453,9 @@ func parseInstant(v []byte) (time.Time, bool) {
 // Logout ends the request's session with [retail.Sessions.Logout],
 // deleting its cart, recently viewed items and values from the Store, and
 // clears the session cookie on w. Without a session it only clears the
-// cookie. Once it returns nil, the session is over for every request: a later
-// one with the old cookie has no session, and one that began before may
-// still see it in its context, but the Store's calls with its token find
+// cookie. Once it returns nil, the session is over for every request: a
+// later one with the old cookie has no session, and one that began before
+// may still see it in its context, but the Store's calls with its token find
 // no session, and nothing brings it back. (Another process with a
 // client-side cache may still read the session as live until the cache
 // hears of the change, a few milliseconds on a local network, but cannot

@@ -304,9 +304,8 @@ func (m *SessionManager) viewedItem(r *http.Request) string {
 }
 
 // prefixRule returns why browsers would refuse the session cookie that
-// opts describe for its name's prefix (RFC 6265bis), or "" if they would
-// not.
-// Browsers match the prefixes in any case.
+// opts describe for its name's prefix (RFC 6265bis), which they match in
+// any case, or "" if they would not.
 func prefixRule(opts SessionOptions) string {
 	switch {
 	case hasPrefixFold(opts.CookieName, "__Host-") && (!opts.Secure || opts.Path != "/" || opts.Domain != ""):

@@ -214,3 +214,30 @@ func TestShop_UnchangedPagesCostAtMostACommandOnRedis(t *testing.T) {
 		}
 	}
 }
+
+// TestShop_RedisDownFailsRequestsAtTheDeadline stops the shop's private
+// redis-server under a visitor with a session: their next page ends at the
+// shop's request timeout with an error page, rather than hang while the
+// client retries (with no deadline it hangs past the test client's own).
+func TestShop_RedisDownFailsRequestsAtTheDeadline(t *testing.T) {
+	srv, err := redistest.StartServer()
+	if err != nil {
+		redistest.Skip(t, "no Redis server: "+err.Error())
+	}
+	t.Cleanup(func() { srv.Close() })
+	store, _, closeStore, err := backends.Open([]string{srv.Addr()}, backends.Options{Prefix: uniquePrefix()})
+	if err != nil {
+		t.Fatalf("backends.Open(%s) = %v", srv.Addr(), err)
+	}
+	t.Cleanup(closeStore)
+	v := newTestShopOn(t, store, shopOptions{RequestTimeout: 500 * time.Millisecond}).visitor()
+	if p := v.addToCart("kettle", "1"); p.status != http.StatusOK {
+		t.Fatalf("adding a kettle to a guest's cart: status %d", p.status)
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatalf("stopping redis-server: %v", err)
+	}
+	if p := v.get("/cart"); p.status < 500 {
+		t.Errorf("GET /cart with Redis down = %d, want a 5xx error page", p.status)
+	}
+}
