@@ -99,6 +99,29 @@ func TestStartServer_AnswersAndStopsOnClose(t *testing.T) {
 	}
 }
 
+// TestServer_RestartComesBackEmptyOnTheSamePort writes a key, restarts the
+// server, and checks that it answers on the same address without the key.
+func TestServer_RestartComesBackEmptyOnTheSamePort(t *testing.T) {
+	s := startServer(t)
+	if reply, err := do(s.Addr(), time.Second, "SET", "k", "v"); err != nil || reply != "OK" {
+		t.Fatalf("SET = %q, %v", reply, err)
+	}
+	pid := s.Pid()
+	if err := s.Restart(); err != nil {
+		t.Fatalf("Restart() = %v", err)
+	}
+	requirePong(t, s.Addr())
+	if s.Pid() == pid {
+		t.Errorf("Pid() = %d after Restart, the killed server's", pid)
+	}
+	if reply, err := do(s.Addr(), time.Second, "EXISTS", "k"); err != nil || reply != "0" {
+		t.Errorf("EXISTS k after Restart = %q, %v; want 0", reply, err)
+	}
+	if err := (&Server{addr: s.Addr()}).Restart(); err == nil {
+		t.Error("Restart of a server the package did not start = nil, want an error")
+	}
+}
+
 func TestStartServer_UsesServerFromEnv(t *testing.T) {
 	own := startServer(t)
 	t.Setenv(envAddr, own.Addr())

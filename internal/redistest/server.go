@@ -81,6 +81,17 @@ func (s *Server) Close() error {
 	return s.proc.close()
 }
 
+// Restart kills a server this package started, as a crash would, and
+// starts it again on the same port. The package's servers keep nothing on
+// disk, so it comes back empty, as a Redis without persistence does.
+func (s *Server) Restart() error {
+	if s.proc == nil {
+		return errors.New("redistest: Restart needs a server this package started")
+	}
+	s.proc.kill()
+	return s.proc.restart()
+}
+
 func ping(addr string) error {
 	reply, err := do(addr, 2*time.Second, "PING")
 	if err != nil {

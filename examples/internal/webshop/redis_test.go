@@ -3,6 +3,7 @@ package webshop
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/rueidis"
+	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/backend/rueidisbackend"
 	"github.com/retailkit/retail/examples/internal/backends"
 	"github.com/retailkit/retail/internal/redistest"
@@ -239,5 +241,83 @@ func TestShop_RedisDownFailsRequestsAtTheDeadline(t *testing.T) {
 	}
 	if p := v.get("/cart"); p.status < 500 {
 		t.Errorf("GET /cart with Redis down = %d, want a 5xx error page", p.status)
+	}
+}
+
+// TestShop_RowsComeBackAfterRedisRestartsEmpty runs the shop's workers on a
+// private redis-server, restarts it without its data (as a Redis without
+// persistence restarts), and checks that a pass of scheduleMissing
+// schedules every row again and that the row cacher then caches them all.
+// Before the restart, a pass over rows that are all cached sends Redis no
+// command.
+func TestShop_RowsComeBackAfterRedisRestartsEmpty(t *testing.T) {
+	srv, err := redistest.StartServer()
+	if err != nil {
+		redistest.Skip(t, "no Redis server: "+err.Error())
+	}
+	t.Cleanup(func() { srv.Close() })
+	if !srv.Owned() {
+		t.Skip("RETAIL_REDIS_ADDR names a server this test may not restart")
+	}
+	store, _, closeStore, err := backends.Open([]string{srv.Addr()}, backends.Options{Prefix: uniquePrefix()})
+	if err != nil {
+		t.Fatalf("backends.Open(%s) = %v", srv.Addr(), err)
+	}
+	t.Cleanup(closeStore)
+	cat := newCatalog()
+	pages, err := retail.NewPageCache(store, retail.PageCacheOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	workers, err := startWorkers(ctx, store, cat, pages, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("startWorkers = %v", err)
+	}
+	t.Cleanup(func() { cancel(); workers.Wait() })
+
+	allCached := func() bool {
+		for _, id := range cat.ids() {
+			if _, ok, err := store.Row(context.Background(), id); !ok || err != nil {
+				return false
+			}
+		}
+		return true
+	}
+	waitFor(t, "every row cached", allCached)
+	before, err := srv.CommandCalls()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := scheduleMissing(ctx, store, cat); n != 0 || err != nil {
+		t.Errorf("scheduleMissing over cached rows = %d, %v; want 0, nil", n, err)
+	}
+	if after, err := srv.CommandCalls(); err != nil || after-before-1 != 0 {
+		t.Errorf("scheduleMissing over cached rows sent %d commands (%v), want 0", after-before-1, err)
+	}
+
+	if err := srv.Restart(); err != nil {
+		t.Fatalf("restarting redis-server: %v", err)
+	}
+	var n int
+	waitFor(t, "a pass after the restart", func() bool {
+		n, err = scheduleMissing(ctx, store, cat)
+		return err == nil
+	})
+	if n != len(cat) {
+		t.Errorf("scheduleMissing after the restart scheduled %d rows, want all %d", n, len(cat))
+	}
+	waitFor(t, "every row cached again", allCached)
+}
+
+// waitFor polls done until it reports true, failing the test if it has not
+// within waitLimit.
+func waitFor(t *testing.T, what string, done func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(waitLimit); !done(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", waitLimit, what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

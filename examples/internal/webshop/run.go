@@ -21,6 +21,10 @@ import (
 // rowDelay is how often the row cacher refreshes each item's cached row.
 const rowDelay = 10 * time.Second
 
+// scheduleCheck is how often the shop schedules again the rows that have no
+// cached copy (see keepScheduled).
+const scheduleCheck = time.Minute
+
 // shutdownGrace bounds how long requests in flight may finish at shutdown.
 const shutdownGrace = 5 * time.Second
 
@@ -188,6 +192,7 @@ func startWorkers(ctx context.Context, store retail.Store, cat catalog, pages *r
 		"session cleaner": cleaner,
 		"row cacher":      cacher,
 		"view rescaler":   rescaler,
+		"row schedule":    runner(func(ctx context.Context) error { return keepScheduled(ctx, store, cat, logger) }),
 	} {
 		wg.Go(func() {
 			if err := w.Run(ctx); err != nil {
@@ -196,4 +201,52 @@ func startWorkers(ctx context.Context, store retail.Store, cat catalog, pages *r
 		})
 	}
 	return &wg, nil
+}
+
+// runner makes a function a worker.
+type runner func(ctx context.Context) error
+
+func (r runner) Run(ctx context.Context) error { return r(ctx) }
+
+// keepScheduled calls scheduleMissing every scheduleCheck until ctx ends. A
+// Redis restarted without persistence has lost the rows' schedule with the
+// rows: without this the row cacher would never cache them again, nor purge
+// an item's pages when its row changes.
+func keepScheduled(ctx context.Context, store retail.Store, cat catalog, logger *slog.Logger) error {
+	tick := time.NewTicker(scheduleCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		if n, err := scheduleMissing(ctx, store, cat); err != nil && ctx.Err() == nil {
+			logger.Error("shop: scheduling rows again", "err", err)
+		} else if n > 0 {
+			logger.Warn("shop: scheduled rows that had no cached copy", "rows", n)
+		}
+	}
+}
+
+// scheduleMissing schedules again the catalog's rows that have no cached
+// copy, and returns how many it scheduled. A cached row is read from the
+// client-side cache, so a pass over rows that are all cached costs Redis
+// nothing.
+func scheduleMissing(ctx context.Context, store retail.Store, cat catalog) (int, error) {
+	n := 0
+	for _, id := range cat.ids() {
+		_, ok, err := store.Row(ctx, id)
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			continue
+		}
+		if err := store.ScheduleRowCache(ctx, id, rowDelay); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }

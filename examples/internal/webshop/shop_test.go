@@ -835,3 +835,46 @@ func TestShop_AStalledStoreFailsRequestsAtTheDeadline(t *testing.T) {
 		t.Errorf("GET /item while the store stalls = %d %q, want the page or an error page", p.status, p.body)
 	}
 }
+
+// TestScheduleMissing_SchedulesOnlyRowsWithoutACopy loses the schedule and
+// all rows but one, as a Redis restarted without persistence loses them,
+// and checks that one pass schedules exactly the rows without a copy, and
+// that a pass over rows that are all cached schedules nothing.
+func TestScheduleMissing_SchedulesOnlyRowsWithoutACopy(t *testing.T) {
+	ctx := context.Background()
+	store, err := memory.New(memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	cat := newCatalog()
+	if err := store.SetRow(ctx, "kettle", []byte(`{"id":"kettle"}`)); err != nil {
+		t.Fatal(err)
+	}
+	n, err := scheduleMissing(ctx, store, cat)
+	if err != nil {
+		t.Fatalf("scheduleMissing = %v", err)
+	}
+	if want := len(cat) - 1; n != want {
+		t.Errorf("scheduleMissing scheduled %d rows, want %d", n, want)
+	}
+	due, err := store.ClaimDueRows(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.DeleteFunc(cat.ids(), func(id string) bool { return id == "kettle" })
+	slices.Sort(due)
+	slices.Sort(want)
+	if diff := cmp.Diff(want, due); diff != "" {
+		t.Errorf("rows due after the pass (-want +got):\n%s", diff)
+	}
+
+	for _, id := range cat.ids() {
+		if err := store.SetRow(ctx, id, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := scheduleMissing(ctx, store, cat); n != 0 || err != nil {
+		t.Errorf("scheduleMissing over cached rows = %d, %v; want 0, nil", n, err)
+	}
+}
