@@ -326,6 +326,16 @@ type heldClient struct {
 	mu   sync.Mutex
 	hold string
 	held chan chan struct{} // a round trip waiting, told on its channel to go
+	fail string             // see failOnce
+}
+
+// failOnce makes the commands that name key fail, in the next round trip
+// that names it, as if their node were down: they are sent with a context
+// already canceled.
+func (h *heldClient) failOnce(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.fail = key
 }
 
 // holdKey makes the round trips that name key wait ("" for none).
@@ -351,18 +361,37 @@ func (h *heldClient) next(t *testing.T) (release func()) {
 }
 
 func (h *heldClient) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
+	names := func(cmd rueidis.Completed, key string) bool {
+		return key != "" && slices.Contains(cmd.Commands(), key)
+	}
 	h.mu.Lock()
-	key, held := h.hold, h.held
+	key, held, fail := h.hold, h.held, ""
+	if slices.ContainsFunc(multi, func(cmd rueidis.Completed) bool { return names(cmd, h.fail) }) {
+		fail, h.fail = h.fail, ""
+	}
 	h.mu.Unlock()
 	for _, cmd := range multi {
-		if key != "" && slices.Contains(cmd.Commands(), key) {
+		if names(cmd, key) {
 			go1 := make(chan struct{})
 			held <- go1
 			<-go1
 			break
 		}
 	}
-	return h.Client.DoMulti(ctx, multi...)
+	if fail == "" {
+		return h.Client.DoMulti(ctx, multi...)
+	}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	res := make([]rueidis.RedisResult, len(multi))
+	for i, cmd := range multi {
+		if names(cmd, fail) {
+			res[i] = h.Client.Do(canceled, cmd)
+		} else {
+			res[i] = h.Client.Do(ctx, cmd)
+		}
+	}
+	return res
 }
 
 // TestCluster_LateUserIndexWriteOfAnEndedSessionLeavesTheNextListed: in a
@@ -395,6 +424,47 @@ func TestCluster_LateUserIndexWriteOfAnEndedSessionLeavesTheNextListed(t *testin
 	releaseFirst()
 	if err := <-first; err != nil {
 		t.Fatalf("the first StartSession(tok, alice) = %v", err)
+	}
+	releaseLogout()
+	if err := <-logout; err != nil {
+		t.Fatalf("Logout(tok) = %v", err)
+	}
+	if user, ok, err := s.CheckToken(bg, "tok"); user != "alice" || !ok || err != nil {
+		t.Fatalf("CheckToken(tok) = %q, %v, %v; want alice's session", user, ok, err)
+	}
+	infos, err := s.UserSessions(bg, "alice")
+	if err != nil || len(infos) != 1 || infos[0].ID != retail.SessionID("tok") {
+		t.Errorf("UserSessions(alice) = %+v, %v; want the live session of tok", infos, err)
+	}
+}
+
+// TestCluster_LateUserIndexWriteBesideAFailedIndexWriteLeavesTheNextListed
+// is the same race when the late round trip's write of the session index
+// fails too (its node is down): the session is kept for a later index
+// write, and the user index must still be checked.
+func TestCluster_LateUserIndexWriteBesideAFailedIndexWriteLeavesTheNextListed(t *testing.T) {
+	clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+	c, prefix := clusterTarget(t).client(t, rueidis.ClientOption{})
+	h := &heldClient{Client: c}
+	s := mustNew(t, h, rueidisbackend.Options{Prefix: prefix, Clock: clock})
+	h.holdKey(userKey(prefix, "alice"))
+	h.failOnce(indexKey(prefix))
+	first := make(chan error, 1)
+	go func() {
+		_, err := s.StartSession(bg, "tok", "alice")
+		first <- err
+	}()
+	releaseFirst := h.next(t) // the first login's index writes
+	logout := make(chan error, 1)
+	go func() { logout <- s.Logout(bg, "tok") }()
+	releaseLogout := h.next(t) // the Logout's, after its script ended the session
+	h.holdKey("")
+	if ok, err := s.StartSession(bg, "tok", "alice"); !ok || err != nil {
+		t.Fatalf("StartSession(tok, alice) after the Logout = %v, %v; want true, nil", ok, err)
+	}
+	releaseFirst()
+	if err := <-first; err != nil {
+		t.Fatalf("the first StartSession(tok, alice), its index write failed = %v, want nil (kept for later)", err)
 	}
 	releaseLogout()
 	if err := <-logout; err != nil {

@@ -332,7 +332,8 @@ func (s *store) updateCall(key, token, user, item, loggedOut string) batchCall {
 // was written found no entry to remove; the entry is then removed again,
 // so that it is no stray. (One that deletes it after the check finds the
 // entry, and removes it itself.) If the index's node fails, the entry is
-// kept for later (deferred.go).
+// kept for later (deferred.go), and the user's index is checked all the
+// same.
 //
 // more writes the session's entry in user's index too, with created stamp
 // cstamp, unless user is "". That write replaces whatever entry token had
@@ -354,7 +355,7 @@ func (s *store) indexNew(ctx context.Context, token string, stamp float64, user,
 			return err
 		}
 	}
-	if failed {
+	if failed && user == "" {
 		return nil
 	}
 	v, found, err := s.loginOf(ctx, token)
@@ -362,6 +363,9 @@ func (s *store) indexNew(ctx context.Context, token string, stamp float64, user,
 		return err
 	}
 	if !found {
+		if failed {
+			return nil // the kept entry, written later, is a stray that cleaning removes
+		}
 		return s.send(ctx, []call{s.unindexCall([]string{token, formatStamp(stamp)})})
 	}
 	return s.relist(ctx, token, user, cstamp, v)
