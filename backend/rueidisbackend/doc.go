@@ -176,6 +176,21 @@
 // cached, the session's calls fail rather than risk serving a session its
 // user logged out of.
 //
+// # Moving slots
+//
+// Adding masters and moving slots to them (redis-cli --cluster reshard or
+// rebalance) needs nothing stopped. A script whose keys share a slot that
+// is moving is refused with TRYAGAIN until the slot has moved; the Store
+// sends it again, pausing up to 200 ms between tries, for at most 10 s or
+// until the context ends. Set [rueidis.ClusterOption].ShardsRefreshInterval
+// (10 s, say) on a cluster you reshard: a process learns that a slot moved
+// only from a MOVED reply, which reads served from its cache never get,
+// or from that refresh. Until it learns, it serves from its cache a key
+// that was absent on the old master, such as the logout mark that a
+// LogoutUser then writes on the new one, for up to CacheTTL: a session
+// that the LogoutUser ended through the mark alone (one its user's index
+// missed) is served meanwhile.
+//
 // [Store.RepairSessions] mends lost index entries: it scans the sessions
 // of every master, indexes each that an index misses, and removes entries
 // that have had no session for a minute. The retail.SessionCleaner runs it

@@ -162,3 +162,21 @@ local function indexUser(key, token, cstamp)
   redis.call('ZREMRANGEBYSCORE', key, '-inf', NOW - LIFE)
   redis.call('PEXPIRE', key, LIFE + SLACK)
 end
+
+-- keepOnly deletes the fields of the hash key that keep (a set of field
+-- names) does not hold: what a replaced session held beyond what was just
+-- written over it. A script that replaces a session writes the new one
+-- first and then calls this, rather than deleting the key and writing it
+-- again: on the source of a slot being migrated to another master a
+-- script may not write a key it deleted (the slot's missing keys are the
+-- target's; Redis stops the script with "Script attempted to access a non
+-- local key" after the delete ran). Here the key exists throughout.
+local function keepOnly(key, keep)
+  local gone = {}
+  for _, f in ipairs(redis.call('HKEYS', key)) do
+    if not keep[f] then gone[#gone + 1] = f end
+  end
+  for i = 1, #gone, 1000 do
+    redis.call('HDEL', key, unpack(gone, i, math.min(i + 999, #gone)))
+  end
+end

@@ -14,9 +14,16 @@ settings()
 local key, token, seen, login = KEYS[1], ARGV[6], ARGV[7], ARGV[8]
 local s = load(key)
 if s and s.live then return {EXISTS} end
-redis.call('DEL', key)
+-- What is left of a session that ended goes, once the new one is written
+-- over it (see keepOnly).
+local existed = s or redis.call('EXISTS', key) == 1
 local l = parseLogin(login)
 redis.call('HSET', key, 'login', login, 'seen', seen, unpack(ARGV, 9))
+if existed then
+  local keep = {login = true, seen = true}
+  for i = 9, #ARGV, 2 do keep[ARGV[i]] = true end
+  keepOnly(key, keep)
+end
 redis.call('PEXPIRE', key, keyTTL(l.createdMs, l.life, l.deadline))
 if KEYS[2] then redis.call('ZADD', KEYS[2], stampOf(seen), token) end
 if KEYS[3] then indexUser(KEYS[3], token, l.cstamp) end

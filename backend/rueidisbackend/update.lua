@@ -29,7 +29,7 @@ local limit = tonumber(ARGV[7])
 
 local function update(key, users, token, seen, user, item, out)
   local s = load(key)
-  local fresh, login, replaced = 0, false, false
+  local fresh, login, replaced, clear = 0, false, false, false
   local cstamp, createdMs, life
   if s and s.live and not (s.user == user and out ~= '' and s.createdMs <= tonumber(out)) then
     cstamp, createdMs, life = s.cstamp, s.createdMs, s.life
@@ -44,7 +44,9 @@ local function update(key, users, token, seen, user, item, out)
     seen = newerSeen(s.seen, seen)
   else
     if s then replaced = s.login end
-    redis.call('DEL', key)
+    -- What is left of a session that ended goes, once the new one is
+    -- written over it (see keepOnly).
+    clear = s or redis.call('EXISTS', key) == 1
     local created
     created, cstamp = createdOf(seen)
     fresh, createdMs, life, s = 1, NOW, LIFE, nil
@@ -60,6 +62,7 @@ local function update(key, users, token, seen, user, item, out)
   else
     redis.call('HSET', key, 'seen', seen)
   end
+  if clear then keepOnly(key, {seen = true, login = login and true, recent = recent and true}) end
   local stamp = false
   if login then
     redis.call('PEXPIRE', key, keyTTL(createdMs, life, NOW + IDLE))

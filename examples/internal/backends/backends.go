@@ -52,7 +52,12 @@ func Open(addrs []string, opts Options) (store retail.Store, name string, closeF
 			return nil, "", nil, err
 		}
 	}
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs})
+	client, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress: addrs,
+		// On a cluster, learn of slots that moved (see rueidisbackend's
+		// "Moving slots").
+		ClusterOption: rueidis.ClusterOption{ShardsRefreshInterval: 10 * time.Second},
+	})
 	if err != nil {
 		return nil, "", nil, err
 	}
