@@ -123,11 +123,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, ext Exten
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelError),
-	}
+	srv := newServer(handler, logger)
 
 	workCtx, stopWorkers := context.WithCancel(context.Background())
 	defer stopWorkers()
@@ -157,6 +153,29 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, ext Exten
 		serveErr = nil
 	}
 	return serveErr
+}
+
+// The server's limits on a connection. Without ReadTimeout a client that
+// stops sending in the middle of a request's body holds its connection,
+// its goroutine and what the body's parsing has buffered (up to 10 MB for
+// a form) for as long as it likes; without IdleTimeout a keep-alive
+// connection is held forever after its last request. Either lets one
+// client hold memory in proportion to the connections it opens.
+const (
+	readHeaderTimeout = 10 * time.Second // the request line and header
+	readTimeout       = 30 * time.Second // the whole request, body included
+	idleTimeout       = 2 * time.Minute  // a keep-alive connection between requests
+)
+
+// newServer returns the shop's server of handler, with the limits above.
+func newServer(handler http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelError),
+	}
 }
 
 // startWorkers runs the book's three background loops until ctx ends. Rows

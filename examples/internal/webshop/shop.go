@@ -149,8 +149,24 @@ func newShop(store retail.Store, cat catalog, opts shopOptions) (http.Handler, e
 	}
 	// Cross-origin POSTs (a form on another site) are refused; SameSite=Lax
 	// cookies already keep them anonymous.
-	root.Handle("/", withDeadline(http.NewCrossOriginProtection().Handler(sessions.Handler(pages.Handler(mux))), opts.RequestTimeout))
+	root.Handle("/", withDeadline(limitBody(http.NewCrossOriginProtection().Handler(sessions.Handler(pages.Handler(mux)))), opts.RequestTimeout))
 	return root, nil
+}
+
+// maxBodyBytes bounds a request's body: the shop's forms hold an item and
+// a count, a name and the path to go back to. Past it, reading the body
+// fails and the form reads as empty; without it, net/http buffers up to
+// 10 MB of a form for each request that sends one.
+const maxBodyBytes = 64 << 10
+
+// limitBody passes each request to h with its body limited to maxBodyBytes.
+func limitBody(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // DefaultRequestTimeout is how long a request's work may take.
