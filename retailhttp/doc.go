@@ -90,9 +90,9 @@
 // Every GET and HEAD response says [CacheHit], [CacheMiss] or [CacheBypass]
 // (the cache was not consulted: a personal request, or a page that may not
 // be cached) in an X-Cache header. Cached responses carry a strong ETag,
-// Age and Cache-Control: no-cache (browsers ask each time, so a visitor
-// who logs in never sees the copy made for the anonymous; see
-// [PageMiddlewareOptions].PublicMaxAge), and If-None-Match answers 304
+// Age and Cache-Control: no-cache (browsers ask before each use, so a
+// visitor who logs in gets their own page on their next visit to it, though
+// not from the back button; see [PageMiddlewareOptions].PublicMaxAge), and If-None-Match answers 304
 // Not Modified. Keys leave tracking parameters out (the handler renders
 // a page to store without them, so no link can put them in everyone's
 // page) and refuse unknown ones (see [retail.PageCacheOptions]) and paths

@@ -116,15 +116,27 @@ type PageMiddlewareOptions struct {
 // is kept. A request whose If-None-Match matches the ETag (weak
 // comparison, a list, or "*") gets 304 Not Modified with those headers
 // and no body. By default, then, browsers keep cached pages but ask
-// before each use, so that a visitor who logs in never sees the copy
-// they were served anonymously: a request with a session skips the
-// cache, and its If-None-Match goes to the handler.
+// before each use, so that a visitor who logs in gets their own page when
+// they next load it, not the copy they were served anonymously: a request
+// with a session skips the cache, and its If-None-Match goes to the
+// handler.
 //
 // Responses to requests that Skip selects say Cache-Control: no-store
 // unless the handler sets its own: what the cache does not share, no
 // cache should keep, and a browser should not show again from its
 // history, where no-cache is no bar: after a logout, the back button
 // would show the page of the visitor who just left.
+//
+// No header keeps every page out of a browser's history, though. A
+// history navigation (the back button) shows the browser's HTTP-cache
+// copy without asking, no-cache or not, so an anonymous page, cached
+// here or not, comes back to a visitor who has logged in since; and
+// Chromium's back/forward cache restores even no-store pages when no
+// cookie changed meanwhile, as when another device logged the visitor
+// out. A page that must never be shown again in another state says so
+// in script: a pageshow listener that loads the page again when
+// event.persisted, or when the navigation timing entry is a back_forward
+// one with a transferSize of 0 (see the example shop's templates).
 //
 // The cache never makes a page unavailable: if deciding, reading or
 // writing fails, the error is logged and the handler serves the request.

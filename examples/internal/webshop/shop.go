@@ -233,7 +233,10 @@ func price(cents int) string { return fmt.Sprintf("$%d.%02d", cents/100, cents%1
 // session are personal: no-store, so that no cache keeps them and no
 // browser shows them again from its history (no-cache would not stop
 // that: after a logout, the back button would show the cart of the
-// visitor who just left); the page cache skips them anyway.
+// visitor who just left); the page cache skips them anyway. no-store does
+// not keep a page out of Chromium's back/forward cache when no cookie
+// changed (a logout from another device): the script in the templates'
+// head loads such a page again.
 func (s *shop) common(w http.ResponseWriter, r *http.Request, title string) (common, error) {
 	c := common{Title: title, Here: r.URL.RequestURI(), Rendered: time.Now().Format(time.TimeOnly)}
 	sess, ok := retailhttp.SessionFrom(r.Context())
@@ -592,7 +595,11 @@ func (s *shop) loginForm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	s.render(w, r, "login", loginPage{common: c, Next: localPath(r.URL.Query().Get("next"))})
+	next := localPath(r.URL.Query().Get("next"))
+	// The header's "Log in" link on this page goes where the form goes,
+	// not back to this form (which a login would then show again).
+	c.Here = next
+	s.render(w, r, "login", loginPage{common: c, Next: next})
 }
 
 // login logs the visitor in, keeping what they did as a guest (the cart,
@@ -606,7 +613,11 @@ func (s *shop) login(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, err)
 			return
 		}
-		s.renderStatus(w, r, http.StatusBadRequest, "login", loginPage{common: c, Next: next, Error: "Please give a name of 1 to 64 characters."})
+		c.Here = next
+		// The limit is 64 bytes of UTF-8 (retail.MaxUserLen), which the
+		// form's maxlength (64 characters) does not check.
+		s.renderStatus(w, r, http.StatusBadRequest, "login", loginPage{common: c, Next: next,
+			Error: "Please give a name of 1 to 64 characters, without control characters (a letter with an accent, or of another script, counts as 2 or 3)."})
 		return
 	}
 	// "Remember me": a persistent cookie and the longer lifetime; otherwise

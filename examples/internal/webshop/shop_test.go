@@ -878,3 +878,30 @@ func TestScheduleMissing_SchedulesOnlyRowsWithoutACopy(t *testing.T) {
 		t.Errorf("scheduleMissing over cached rows = %d, %v; want 0, nil", n, err)
 	}
 }
+
+// The login page's own "Log in" link goes where its form goes: a login
+// through it does not land on the login form again, logged in.
+func TestShop_LoginPageLinkDoesNotLeadBackToTheForm(t *testing.T) {
+	s := newTestShop(t, shopOptions{})
+	v := s.visitor()
+	for _, path := range []string{"/login?next=/cart", "/login?next=" + url.QueryEscape("/item?item=kettle")} {
+		p := v.get(path)
+		if strings.Contains(strings.ToLower(p.body), `href="/login?next=%2flogin`) {
+			t.Errorf("GET %s: its \"Log in\" link leads back to the login form:\n%s", path, p.body)
+		}
+	}
+	p := v.post("/login", url.Values{"user": {" "}, "next": {"/cart"}})
+	if strings.Contains(strings.ToLower(p.body), `href="/login?next=%2flogin`) {
+		t.Errorf("the failed login's \"Log in\" link leads back to the login form:\n%s", p.body)
+	}
+}
+
+// A name the form takes (40 characters, within its maxlength of 64) but
+// the store does not (80 bytes) is refused with a message that says why.
+func TestShop_LoginNameOverLongInBytesIsExplained(t *testing.T) {
+	s := newTestShop(t, shopOptions{})
+	p := s.visitor().post("/login", url.Values{"user": {strings.Repeat("é", 40)}})
+	if p.status != http.StatusBadRequest || !strings.Contains(p.body, "counts as 2") {
+		t.Errorf("POST /login with 40 × é: status %d, want 400 and a message that accented letters count double:\n%s", p.status, p.body)
+	}
+}
