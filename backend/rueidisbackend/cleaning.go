@@ -73,19 +73,24 @@ const strayGrace = time.Minute
 // answers how many it removed.
 //
 // KEYS: the index. ARGV: token, stamp read, new stamp triples.
-var reindex = newScript(`
-local removed = 0
-for i = 1, #ARGV, 3 do
-  local s = redis.call('ZSCORE', KEYS[1], ARGV[i])
-  if s and tonumber(s) == tonumber(ARGV[i + 1]) then
-    if ARGV[i + 2] == '' then
-      removed = removed + redis.call('ZREM', KEYS[1], ARGV[i])
+var reindex = newScript(readsFirst + `
+local tokens = {}
+for i = 1, #ARGV, 3 do tokens[#tokens + 1] = ARGV[i] end
+local stamps = zmscore(KEYS[1], tokens)
+local gone, moved = {}, {}
+for i, token in ipairs(tokens) do
+  local new = ARGV[3 * i]
+  if stamps[i] and tonumber(stamps[i]) == tonumber(ARGV[3 * i - 1]) then
+    if new == '' then
+      gone[#gone + 1] = token
     else
-      redis.call('ZADD', KEYS[1], ARGV[i + 2], ARGV[i])
+      moved[#moved + 1], moved[#moved + 2] = new, token
     end
   end
 end
-return removed
+inChunks('ZADD', KEYS[1], moved)
+inChunks('ZREM', KEYS[1], gone)
+return #gone
 `)
 
 // cleanRound removes up to limit sessions of a cluster and reports whether

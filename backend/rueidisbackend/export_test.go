@@ -136,3 +136,21 @@ func MarkTrackingStopped(s *Store) bool {
 // WaitCleanups waits for the work s's calls left behind (see cleanups in
 // store.go), as Close does, without closing s.
 func WaitCleanups(s *Store) { s.d.cleanups.wg.Wait() }
+
+// RunUnindex, RunUnindexUser, RunReindex and RunClearDropped send one call
+// of the script of that name with args (see each), as the Store does.
+func RunUnindex(s *Store, args ...string) error {
+	return s.d.send(context.Background(), []call{s.d.unindexCall(args)})
+}
+
+func RunUnindexUser(s *Store, user string, args ...string) error {
+	return s.d.send(context.Background(), []call{s.d.unindexUserCall(user, args)})
+}
+
+func RunReindex(s *Store, args ...string) error {
+	return s.d.send(context.Background(), []call{s.d.scriptCall(reindex, []string{s.d.k.index()}, args)})
+}
+
+func RunClearDropped(s *Store, args ...string) error {
+	return s.d.send(context.Background(), []call{s.d.scriptCall(clearDropped, []string{s.d.k.dropped()}, args)})
+}

@@ -33,13 +33,14 @@ func (s *store) bumpCall(token, stamp string) call {
 // again under the token since (with a newer stamp) keeps its entry.
 //
 // KEYS: the index. ARGV: token, stamp pairs.
-var unindex = newScript(`
-for i = 1, #ARGV, 2 do
-  local s = redis.call('ZSCORE', KEYS[1], ARGV[i])
-  if s and tonumber(s) <= tonumber(ARGV[i + 1]) then
-    redis.call('ZREM', KEYS[1], ARGV[i])
-  end
+var unindex = newScript(readsFirst + `
+local tokens = odd(ARGV)
+local stamps = zmscore(KEYS[1], tokens)
+local gone = {}
+for i, token in ipairs(tokens) do
+  if stamps[i] and tonumber(stamps[i]) <= tonumber(ARGV[2 * i]) then gone[#gone + 1] = token end
 end
+inChunks('ZREM', KEYS[1], gone)
 return 1
 `)
 
@@ -67,13 +68,14 @@ func (s *store) addUserCall(user, token, cstamp string) call {
 // session created again under the token, stays.
 //
 // KEYS: the user's index. ARGV: token, created stamp pairs.
-var unindexUser = newScript(`
-for i = 1, #ARGV, 2 do
-  local c = redis.call('ZSCORE', KEYS[1], ARGV[i])
-  if c and tonumber(c) == tonumber(ARGV[i + 1]) then
-    redis.call('ZREM', KEYS[1], ARGV[i])
-  end
+var unindexUser = newScript(readsFirst + `
+local tokens = odd(ARGV)
+local stamps = zmscore(KEYS[1], tokens)
+local gone = {}
+for i, token in ipairs(tokens) do
+  if stamps[i] and tonumber(stamps[i]) == tonumber(ARGV[2 * i]) then gone[#gone + 1] = token end
 end
+inChunks('ZREM', KEYS[1], gone)
 return 1
 `)
 
@@ -95,3 +97,33 @@ func (s *store) send(ctx context.Context, calls []call) error {
 	}
 	return nil
 }
+
+// readsFirst is Lua for the scripts that remove members of a key: they
+// read all they need first and then write, each write a command on
+// members the key holds. On the source of a slot that is moving to another
+// master, Redis stops a script that touches a key after a command of the
+// script emptied it (and so deleted it: "Script attempted to access a non
+// local key"), with what it wrote so far applied. Removing only members
+// the key holds, in chunks, empties it, if at all, with the last chunk.
+const readsFirst = `
+local function odd(args)
+  local t = {}
+  for i = 1, #args, 2 do t[#t + 1] = args[i] end
+  return t
+end
+
+local function zmscore(key, members)
+  local scores = {}
+  for i = 1, #members, 1000 do
+    local part = redis.call('ZMSCORE', key, unpack(members, i, math.min(i + 999, #members)))
+    for j = 1, #part do scores[i + j - 1] = part[j] end
+  end
+  return scores
+end
+
+local function inChunks(cmd, key, members)
+  for i = 1, #members, 1000 do
+    redis.call(cmd, key, unpack(members, i, math.min(i + 999, #members)))
+  end
+end
+`

@@ -459,3 +459,101 @@ func TestReshard_AnotherProcessSeesLogoutUserAfterTheMarkMoved(t *testing.T) {
 		t.Errorf("process 2 CheckToken after its LogoutUser = %v, %v; want a miss", ok, err)
 	}
 }
+
+// TestReshard_ScriptsThatEmptyAKeyWhileItsSlotMoves: on the source of a
+// slot that is moving, Redis stops a script that touches a key after one
+// of its commands emptied (deleted) it, with what it wrote so far applied.
+// The scripts that remove members (of an index, of the dropped rows, of
+// the view counts) must empty a key, if they do, with their last command.
+// Each runs here on a key of a slot in MIGRATING state, removing every
+// member, with a member the key does not hold given last.
+func TestReshard_ScriptsThatEmptyAKeyWhileItsSlotMoves(t *testing.T) {
+	cl, m := privateCluster(t)
+	c := newClient(t, rueidis.ClientOption{InitAddress: cl.Addrs()})
+	prefix := uniquePrefix()
+	s := mustNew(t, c, rueidisbackend.Options{Prefix: prefix})
+	zset := func(key string) func() rueidis.Completed {
+		return func() rueidis.Completed {
+			return c.B().Zadd().Key(key).ScoreMember().ScoreMember(100, "a").ScoreMember(200, "b").Build()
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		key  string
+		fill func() rueidis.Completed
+		call func() error
+	}{
+		{"unindexUser", userKey(prefix, "alice"), zset(userKey(prefix, "alice")), func() error {
+			return rueidisbackend.RunUnindexUser(s, "alice", "a", "100", "b", "200", "x", "1")
+		}},
+		{"unindex", indexKey(prefix), zset(indexKey(prefix)), func() error {
+			return rueidisbackend.RunUnindex(s, "a", "100", "b", "200", "x", "1")
+		}},
+		{"reindex", indexKey(prefix), zset(indexKey(prefix)), func() error {
+			return rueidisbackend.RunReindex(s, "a", "100", "", "b", "200", "", "x", "1", "")
+		}},
+		{"clearDropped", prefix + "{rows}:dropped", func() rueidis.Completed {
+			return c.B().Hset().Key(prefix+"{rows}:dropped").FieldValue().FieldValue("a", "c1").FieldValue("b", "c2").Build()
+		}, func() error {
+			return rueidisbackend.RunClearDropped(s, "a", "c1", "b", "c2", "x", "c3")
+		}},
+		{"RescaleViews keeping none", viewedKey(prefix), func() rueidis.Completed {
+			return c.B().Zadd().Key(viewedKey(prefix)).ScoreMember().ScoreMember(-3, "a").ScoreMember(-1, "b").Build()
+		}, func() error {
+			return s.RescaleViews(bg, 0, 0.5)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := c.Do(bg, tc.fill()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			sl := slot(tc.key)
+			src := m.owner(sl)
+			dst := m.other(src)
+			m.begin(sl, dst)
+			err := tc.call()
+			left := exists(t, c, tc.key)
+			m.finish(sl, src, dst)
+			if err != nil {
+				t.Errorf("%s while the slot of %s moves = %v (%s), want nil", tc.name, tc.key, err, errClass(err))
+			}
+			if left {
+				t.Errorf("%s left %s, want every member removed", tc.name, tc.key)
+			}
+		})
+	}
+}
+
+// TestReshard_ClaimThatEmptiesTheScheduleWhileItsSlotMoves: a claim whose
+// only due row was unscheduled empties the schedule and the delays; on the
+// source of the moving {rows} slot it must still succeed.
+func TestReshard_ClaimThatEmptiesTheScheduleWhileItsSlotMoves(t *testing.T) {
+	cl, m := privateCluster(t)
+	c := newClient(t, rueidis.ClientOption{InitAddress: cl.Addrs()})
+	prefix := uniquePrefix()
+	s := mustNew(t, c, rueidisbackend.Options{Prefix: prefix})
+	if err := s.ScheduleRowCache(bg, "row-1", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ScheduleRowCache(bg, "row-1", 0); err != nil {
+		t.Fatal(err)
+	}
+	// A row an earlier claim left to delete, so that every key of the
+	// slot is on the source when the claim starts.
+	dropped := prefix + "{rows}:dropped"
+	if err := c.Do(bg, c.B().Hset().Key(dropped).FieldValue().FieldValue("row-0", "old-claim").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	sl := slot(dropped)
+	src := m.owner(sl)
+	dst := m.other(src)
+	m.begin(sl, dst)
+	rows, err := s.ClaimDueRows(bg, 10)
+	m.finish(sl, src, dst)
+	if err != nil || len(rows) != 0 {
+		t.Errorf("ClaimDueRows while the rows' slot moves = %q, %v (%s); want none, nil", rows, err, errClass(err))
+	}
+	if rows, err := s.ClaimDueRows(bg, 10); err != nil || len(rows) != 0 {
+		t.Errorf("ClaimDueRows after the move = %q, %v; want none, nil (row-1 unscheduled)", rows, err)
+	}
+}

@@ -39,25 +39,35 @@ func (s *store) ScheduleRowCache(ctx context.Context, row string, delay time.Dur
 //
 // KEYS: schedule, delay, dropped. ARGV: now ms, limit, this claim's ID.
 // Returns {claimed, {row, claim, ...}}.
-var claimRows = newScript(`
+var claimRows = newScript(readsFirst + `
 local now, limit, claim = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
-local claimed, dropped, mine = {}, {}, {}
+-- Reads first (see readsFirst): the due rows, most overdue first, and
+-- their delays, until limit rows are claimed or none is left.
+local claimed, due, dropped, mine, gone, undelay = {}, {}, {}, {}, {}, {}
+local offset = 0
 while #claimed < limit do
-  local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, limit - #claimed)
-  if #due == 0 then break end
-  for _, row in ipairs(due) do
-    local d = tonumber(redis.call('ZSCORE', KEYS[2], row) or '0')
+  local rows = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', offset, limit - #claimed)
+  if #rows == 0 then break end
+  offset = offset + #rows
+  local delays = zmscore(KEYS[2], rows)
+  for i, row in ipairs(rows) do
+    local d = tonumber(delays[i] or '0')
     if d <= 0 then
-      redis.call('ZREM', KEYS[1], row)
-      redis.call('ZREM', KEYS[2], row)
-      redis.call('HSET', KEYS[3], row, claim)
+      gone[#gone + 1] = row
+      if delays[i] then undelay[#undelay + 1] = row end
       dropped[#dropped + 1], dropped[#dropped + 2], mine[row] = row, claim, true
     else
-      redis.call('ZADD', KEYS[1], string.format('%.17g', now + d), row)
+      due[#due + 1], due[#due + 2] = string.format('%.17g', now + d), row
       claimed[#claimed + 1] = row
     end
   end
 end
+-- Then the writes: the schedule's last one may empty it, the delays' only
+-- one too; dropped only grows.
+inChunks('ZADD', KEYS[1], due)
+inChunks('ZREM', KEYS[1], gone)
+inChunks('ZREM', KEYS[2], undelay)
+inChunks('HSET', KEYS[3], dropped)
 local older = redis.call('HRANDFIELD', KEYS[3], limit, 'WITHVALUES')
 for i = 1, #older, 2 do
   if not mine[older[i]] then
@@ -72,10 +82,18 @@ return {claimed, dropped}
 // later claim unscheduled again stays for that claim's delete.
 //
 // KEYS: dropped. ARGV: row, claim, ...
-var clearDropped = newScript(`
-for i = 1, #ARGV, 2 do
-  if redis.call('HGET', KEYS[1], ARGV[i]) == ARGV[i + 1] then redis.call('HDEL', KEYS[1], ARGV[i]) end
+var clearDropped = newScript(readsFirst + `
+local rows = odd(ARGV)
+local claims = {}
+for i = 1, #rows, 1000 do
+  local part = redis.call('HMGET', KEYS[1], unpack(rows, i, math.min(i + 999, #rows)))
+  for j = 1, #part do claims[i + j - 1] = part[j] end
 end
+local gone = {}
+for i, row in ipairs(rows) do
+  if claims[i] == ARGV[2 * i] then gone[#gone + 1] = row end
+end
+inChunks('HDEL', KEYS[1], gone)
 return 1
 `)
 

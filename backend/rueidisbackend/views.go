@@ -75,10 +75,16 @@ func (s *store) TopItems(ctx context.Context, n int) ([]driver.ItemViews, error)
 
 // rescaleViews keeps the ARGV[1] most viewed items and multiplies the
 // counts by ARGV[2]. ZINTERSTORE of the set with itself is the book's way to
-// scale every score at once on the server.
+// scale every score at once on the server. Keeping none deletes the set
+// and stops: a trim that emptied it would delete it too, and the
+// ZINTERSTORE after it would then touch a deleted key (see readsFirst).
 //
 // KEYS: the view counts.
 var rescaleViews = newScript(`
+if ARGV[1] == '0' then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
 redis.call('ZREMRANGEBYRANK', KEYS[1], ARGV[1], -1)
 if ARGV[2] ~= '1' then
   redis.call('ZINTERSTORE', KEYS[1], 1, KEYS[1], 'WEIGHTS', ARGV[2])
