@@ -83,7 +83,7 @@ func Example_server() {
 	// Sessions outside: every view of /?item=X counts, cache hits too. The deadline
 	// makes a Redis that does not answer fail requests rather than hold them.
 	h := http.TimeoutHandler(sessions.Handler(pages.Handler(mux)), 5*time.Second, "try again")
-	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: h}
+	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: h, ReadTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		srv.Shutdown(context.Background())
