@@ -27,6 +27,7 @@ type Cluster struct {
 	procs    []*process // nil if not owned
 	masters  int        // masters asked for, if owned
 	replicas int        // replicas of each master, if owned
+	extra    []string   // the servers' extra arguments, for AddMaster
 }
 
 // StartCluster returns the cluster RETAIL_REDIS_CLUSTER_ADDRS names, after checking that every
