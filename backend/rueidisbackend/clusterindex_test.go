@@ -3,6 +3,7 @@ package rueidisbackend_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -401,81 +402,49 @@ func (h *heldClient) DoMulti(ctx context.Context, multi ...rueidis.Completed) []
 // under the same token indexed its own session in between: the late write
 // replaces the new session's entry with the ended session's created stamp,
 // which the Logout's own index write, landing last, then removes. The new
-// session, live, must still be listed under its user.
+// session, live, must still be listed under its user; also when the late
+// round trip's write of the session index fails (its node is down), which
+// keeps the session for a later index write.
 func TestCluster_LateUserIndexWriteOfAnEndedSessionLeavesTheNextListed(t *testing.T) {
-	clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
-	c, prefix := clusterTarget(t).client(t, rueidis.ClientOption{})
-	h := &heldClient{Client: c}
-	s := mustNew(t, h, rueidisbackend.Options{Prefix: prefix, Clock: clock})
-	h.holdKey(userKey(prefix, "alice"))
-	first := make(chan error, 1)
-	go func() {
-		_, err := s.StartSession(bg, "tok", "alice")
-		first <- err
-	}()
-	releaseFirst := h.next(t) // the first login's index writes
-	logout := make(chan error, 1)
-	go func() { logout <- s.Logout(bg, "tok") }()
-	releaseLogout := h.next(t) // the Logout's, after its script ended the session
-	h.holdKey("")
-	if ok, err := s.StartSession(bg, "tok", "alice"); !ok || err != nil {
-		t.Fatalf("StartSession(tok, alice) after the Logout = %v, %v; want true, nil", ok, err)
-	}
-	releaseFirst()
-	if err := <-first; err != nil {
-		t.Fatalf("the first StartSession(tok, alice) = %v", err)
-	}
-	releaseLogout()
-	if err := <-logout; err != nil {
-		t.Fatalf("Logout(tok) = %v", err)
-	}
-	if user, ok, err := s.CheckToken(bg, "tok"); user != "alice" || !ok || err != nil {
-		t.Fatalf("CheckToken(tok) = %q, %v, %v; want alice's session", user, ok, err)
-	}
-	infos, err := s.UserSessions(bg, "alice")
-	if err != nil || len(infos) != 1 || infos[0].ID != retail.SessionID("tok") {
-		t.Errorf("UserSessions(alice) = %+v, %v; want the live session of tok", infos, err)
-	}
-}
-
-// TestCluster_LateUserIndexWriteBesideAFailedIndexWriteLeavesTheNextListed
-// is the same race when the late round trip's write of the session index
-// fails too (its node is down): the session is kept for a later index
-// write, and the user index must still be checked.
-func TestCluster_LateUserIndexWriteBesideAFailedIndexWriteLeavesTheNextListed(t *testing.T) {
-	clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
-	c, prefix := clusterTarget(t).client(t, rueidis.ClientOption{})
-	h := &heldClient{Client: c}
-	s := mustNew(t, h, rueidisbackend.Options{Prefix: prefix, Clock: clock})
-	h.holdKey(userKey(prefix, "alice"))
-	h.failOnce(indexKey(prefix))
-	first := make(chan error, 1)
-	go func() {
-		_, err := s.StartSession(bg, "tok", "alice")
-		first <- err
-	}()
-	releaseFirst := h.next(t) // the first login's index writes
-	logout := make(chan error, 1)
-	go func() { logout <- s.Logout(bg, "tok") }()
-	releaseLogout := h.next(t) // the Logout's, after its script ended the session
-	h.holdKey("")
-	if ok, err := s.StartSession(bg, "tok", "alice"); !ok || err != nil {
-		t.Fatalf("StartSession(tok, alice) after the Logout = %v, %v; want true, nil", ok, err)
-	}
-	releaseFirst()
-	if err := <-first; err != nil {
-		t.Fatalf("the first StartSession(tok, alice), its index write failed = %v, want nil (kept for later)", err)
-	}
-	releaseLogout()
-	if err := <-logout; err != nil {
-		t.Fatalf("Logout(tok) = %v", err)
-	}
-	if user, ok, err := s.CheckToken(bg, "tok"); user != "alice" || !ok || err != nil {
-		t.Fatalf("CheckToken(tok) = %q, %v, %v; want alice's session", user, ok, err)
-	}
-	infos, err := s.UserSessions(bg, "alice")
-	if err != nil || len(infos) != 1 || infos[0].ID != retail.SessionID("tok") {
-		t.Errorf("UserSessions(alice) = %+v, %v; want the live session of tok", infos, err)
+	for _, indexFails := range []bool{false, true} {
+		t.Run(fmt.Sprintf("session index write fails=%v", indexFails), func(t *testing.T) {
+			clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+			c, prefix := clusterTarget(t).client(t, rueidis.ClientOption{})
+			h := &heldClient{Client: c}
+			s := mustNew(t, h, rueidisbackend.Options{Prefix: prefix, Clock: clock})
+			h.holdKey(userKey(prefix, "alice"))
+			if indexFails {
+				h.failOnce(indexKey(prefix))
+			}
+			first := make(chan error, 1)
+			go func() {
+				_, err := s.StartSession(bg, "tok", "alice")
+				first <- err
+			}()
+			releaseFirst := h.next(t) // the first login's index writes
+			logout := make(chan error, 1)
+			go func() { logout <- s.Logout(bg, "tok") }()
+			releaseLogout := h.next(t) // the Logout's, after its script ended the session
+			h.holdKey("")
+			if ok, err := s.StartSession(bg, "tok", "alice"); !ok || err != nil {
+				t.Fatalf("StartSession(tok, alice) after the Logout = %v, %v; want true, nil", ok, err)
+			}
+			releaseFirst()
+			if err := <-first; err != nil {
+				t.Fatalf("the first StartSession(tok, alice) = %v, want nil", err)
+			}
+			releaseLogout()
+			if err := <-logout; err != nil {
+				t.Fatalf("Logout(tok) = %v", err)
+			}
+			if user, ok, err := s.CheckToken(bg, "tok"); user != "alice" || !ok || err != nil {
+				t.Fatalf("CheckToken(tok) = %q, %v, %v; want alice's session", user, ok, err)
+			}
+			infos, err := s.UserSessions(bg, "alice")
+			if err != nil || len(infos) != 1 || infos[0].ID != retail.SessionID("tok") {
+				t.Errorf("UserSessions(alice) = %+v, %v; want the live session of tok", infos, err)
+			}
+		})
 	}
 }
 
