@@ -92,12 +92,13 @@
 // be cached) in an X-Cache header. Cached responses carry a strong ETag,
 // Age and Cache-Control: no-cache (browsers ask before each use, so a
 // visitor who logs in gets their own page on their next visit to it, though
-// not from the back button; see [PageMiddlewareOptions].PublicMaxAge), and If-None-Match answers 304
-// Not Modified. Keys leave tracking parameters out (the handler renders
-// a page to store without them, so no link can put them in everyone's
-// page) and refuse unknown ones (see [retail.PageCacheOptions]) and paths
-// not spelled in their canonical form (see [retail.PageCache.Key]), so
-// junk query strings and odd spellings of a path add no entries.
+// not from the back button; see [PageMiddlewareOptions].PublicMaxAge), and
+// If-None-Match answers 304 Not Modified. Keys leave tracking parameters
+// out (the handler renders a page to store without them, so no link can put
+// them in everyone's page) and refuse unknown ones (see
+// [retail.PageCacheOptions]) and paths not spelled in their canonical form
+// (see [retail.PageCache.Key]), so junk query strings and odd spellings of
+// a path add no entries.
 //
 // # Statistics
 //

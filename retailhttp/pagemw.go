@@ -134,7 +134,8 @@ type PageMiddlewareOptions struct {
 // Chromium's back/forward cache restores even no-store pages when no
 // cookie changed meanwhile, as when another device logged the visitor
 // out. A page that must never be shown again in another state says so
-// in script: a pageshow listener that loads the page again when
+// in script: a pageshow listener that loads the page again, by path and
+// query (a replace with a #fragment would not fetch), when
 // event.persisted, or when the navigation timing entry is a back_forward
 // one with a transferSize of 0 (see the example shop's templates).
 //

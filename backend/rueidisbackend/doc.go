@@ -179,9 +179,9 @@
 // # Moving slots
 //
 // Adding masters and moving slots to them (redis-cli --cluster reshard or
-// rebalance) needs nothing stopped. A script whose keys share a slot that
-// is moving is refused with TRYAGAIN until the slot has moved; the Store
-// sends it again, pausing up to 200 ms between tries, for at most 10 s or
+// rebalance) needs nothing stopped. A script with several keys in a slot
+// that is moving is refused with TRYAGAIN while some of them have moved
+// and others not; the Store sends it again, pausing up to 200 ms between tries, for at most 10 s or
 // until the context ends. Set [rueidis.ClusterOption].ShardsRefreshInterval
 // (10 s, say) on a cluster you reshard: a process learns that a slot moved
 // only from a MOVED reply, which reads served from its cache never get,

@@ -104,7 +104,10 @@ func (s *store) send(ctx context.Context, calls []call) error {
 // master, Redis stops a script that touches a key after a command of the
 // script emptied it (and so deleted it: "Script attempted to access a non
 // local key"), with what it wrote so far applied. Removing only members
-// the key holds, in chunks, empties it, if at all, with the last chunk.
+// the key holds, in chunks, empties it, if at all, with the last chunk;
+// the members given must be distinct. (Scripts that add a member and then
+// trim, as indexUser and addItemPage do, never trim the member they
+// added, so the key stays.)
 const readsFirst = `
 local function odd(args)
   local t = {}

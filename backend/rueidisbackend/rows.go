@@ -46,7 +46,14 @@ local now, limit, claim = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local claimed, due, dropped, mine, gone, undelay = {}, {}, {}, {}, {}, {}
 local offset = 0
 while #claimed < limit do
-  local rows = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', offset, limit - #claimed)
+  -- By rank: ZRANGEBYSCORE's LIMIT steps over its offset member by member,
+  -- which over many unscheduled rows would make a claim quadratic.
+  local page = redis.call('ZRANGE', KEYS[1], offset, offset + limit - #claimed - 1, 'WITHSCORES')
+  local rows = {}
+  for i = 1, #page, 2 do
+    if tonumber(page[i + 1]) > now then break end
+    rows[#rows + 1] = page[i]
+  end
   if #rows == 0 then break end
   offset = offset + #rows
   local delays = zmscore(KEYS[2], rows)

@@ -43,7 +43,9 @@ func (s *store) scriptCall(sc *script, keys, args []string) call {
 // do sends calls in one round trip (auto-pipelined; in a cluster, one per
 // node in parallel). Scripts the server did not know yet are sent again as
 // EVAL, all in a second round trip. Scripts refused with TRYAGAIN are sent
-// again after a pause, until they are not or ctx ends (see tryAgain).
+// again after a pause, until they are not, for maxTryAgainWait at most, or
+// until ctx ends, when they answer its error. A script sent again carries
+// the arguments it was built with, the Store's clock reading among them.
 func (s *store) do(ctx context.Context, calls ...call) []rueidis.RedisResult {
 	res := s.doOnce(ctx, calls...)
 	giveUp := time.Now().Add(maxTryAgainWait)
@@ -61,7 +63,6 @@ func (s *store) do(ctx context.Context, calls ...call) []rueidis.RedisResult {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return res
 		case <-t.C:
 		}
 		// rueidis may have recycled the commands answered: built anew.
@@ -70,7 +71,10 @@ func (s *store) do(ctx context.Context, calls ...call) []rueidis.RedisResult {
 			retry[j] = s.scriptCall(calls[i].script, calls[i].keys, calls[i].args)
 		}
 		for j, r := range s.doOnce(ctx, retry...) {
-			res[again[j]] = r
+			res[again[j]] = r // the context's error if it ended
+		}
+		if ctx.Err() != nil {
+			return res
 		}
 	}
 }

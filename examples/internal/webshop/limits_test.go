@@ -55,13 +55,13 @@ func TestShop_FormBodiesAreBounded(t *testing.T) {
 	}
 }
 
-// TestShop_ServerTimesOutIdleAndStalledConnections: the shop's server
-// must close a keep-alive connection left idle and a request whose body
-// stalls. Without IdleTimeout and ReadTimeout (ReadHeaderTimeout covers
-// the header only) 15,000 idle keep-alive connections stayed open for
-// minutes and held 137 MB of live heap (421 MB RSS), and 10,000 stalled
-// POST bodies 189 MB; the process's file limit was the only bound.
-func TestShop_ServerTimesOutIdleAndStalledConnections(t *testing.T) {
+// TestShop_ServerHasTimeouts: the shop's server must close a keep-alive
+// connection left idle and a request whose body stalls. Without IdleTimeout
+// and ReadTimeout (ReadHeaderTimeout covers the header only) 15,000 idle
+// keep-alive connections stayed open for minutes and held 137 MB of live
+// heap (421 MB RSS), and 10,000 stalled POST bodies 189 MB; the process's
+// file limit was the only bound.
+func TestShop_ServerHasTimeouts(t *testing.T) {
 	srv := newServer(http.NotFoundHandler(), slog.Default())
 	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.IdleTimeout <= 0 {
 		t.Errorf("the shop's server: ReadHeaderTimeout %v, ReadTimeout %v, IdleTimeout %v; want each positive",

@@ -249,8 +249,8 @@ func keepScheduled(ctx context.Context, store retail.Store, cat catalog, logger 
 }
 
 // scheduleMissing schedules again the catalog's rows that have no cached
-// copy, and returns how many it scheduled. A cached row is read from the
-// client-side cache, so a pass over rows that are all cached costs Redis
+// copy, and returns how many it scheduled. The rows are read through the
+// client-side cache, so a pass over rows cached and unchanged costs Redis
 // nothing.
 func scheduleMissing(ctx context.Context, store retail.Store, cat catalog) (int, error) {
 	n := 0

@@ -203,6 +203,10 @@ type common struct {
 	Flash     string // a one-time message from the previous request
 	Here      string // this page's path and query, to come back to after logging in
 	Rendered  string
+	// Keep marks a page that the browser may show again from its history
+	// as it was (see the script in the templates): the answer to a form
+	// that a GET of its address cannot give again.
+	Keep bool
 
 	cart map[string]int // the visitor's cart, for the pages that show more of it
 }
@@ -487,7 +491,7 @@ func (s *shop) placeOrder(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	p.CartUnits = 0
+	p.CartUnits, p.Keep = 0, true
 	s.render(w, r, "ordered", p)
 }
 
@@ -614,10 +618,10 @@ func (s *shop) login(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		c.Here = next
-		// The limit is 64 bytes of UTF-8 (retail.MaxUserLen), which the
-		// form's maxlength (64 characters) does not check.
+		// The shop's limit is 64 bytes of UTF-8, which the form's
+		// maxlength (64 characters) does not check.
 		s.renderStatus(w, r, http.StatusBadRequest, "login", loginPage{common: c, Next: next,
-			Error: "Please give a name of 1 to 64 characters, without control characters (a letter with an accent, or of another script, counts as 2 or 3)."})
+			Error: "Please give a name of 1 to 64 bytes, without control characters (a letter with an accent counts as 2 bytes, others up to 4)."})
 		return
 	}
 	// "Remember me": a persistent cookie and the longer lifetime; otherwise

@@ -884,10 +884,13 @@ func TestScheduleMissing_SchedulesOnlyRowsWithoutACopy(t *testing.T) {
 func TestShop_LoginPageLinkDoesNotLeadBackToTheForm(t *testing.T) {
 	s := newTestShop(t, shopOptions{})
 	v := s.visitor()
-	for _, path := range []string{"/login?next=/cart", "/login?next=" + url.QueryEscape("/item?item=kettle")} {
-		p := v.get(path)
-		if strings.Contains(strings.ToLower(p.body), `href="/login?next=%2flogin`) {
-			t.Errorf("GET %s: its \"Log in\" link leads back to the login form:\n%s", path, p.body)
+	for path, link := range map[string]string{
+		"/login?next=/cart": `href="/login?next=%2fcart"`,
+		"/login?next=" + url.QueryEscape("/item?item=kettle"): `href="/login?next=%2fitem%3fitem%3dkettle"`,
+	} {
+		p := strings.ToLower(v.get(path).body)
+		if strings.Contains(p, `href="/login?next=%2flogin`) || !strings.Contains(p, link) {
+			t.Errorf("GET %s: its \"Log in\" link is not %s:\n%s", path, link, p)
 		}
 	}
 	p := v.post("/login", url.Values{"user": {" "}, "next": {"/cart"}})
