@@ -3,6 +3,7 @@ package rueidisbackend_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -466,12 +467,14 @@ func TestReshard_AnotherProcessSeesLogoutUserAfterTheMarkMoved(t *testing.T) {
 // The scripts that remove members (of an index, of the dropped rows, of
 // the view counts) must empty a key, if they do, with their last command.
 // Each runs here on a key of a slot in MIGRATING state, removing every
-// member, with a member the key does not hold given last.
+// member (two, or more than two chunks' worth), with a member the key does
+// not hold given last.
 func TestReshard_ScriptsThatEmptyAKeyWhileItsSlotMoves(t *testing.T) {
 	cl, m := privateCluster(t)
 	c := newClient(t, rueidis.ClientOption{InitAddress: cl.Addrs()})
 	prefix := uniquePrefix()
 	s := mustNew(t, c, rueidisbackend.Options{Prefix: prefix})
+	const many = 2500 // members: more than two of the scripts' chunks of 1,000
 	zset := func(key string) func() rueidis.Completed {
 		return func() rueidis.Completed {
 			return c.B().Zadd().Key(key).ScoreMember().ScoreMember(100, "a").ScoreMember(200, "b").Build()
@@ -485,6 +488,19 @@ func TestReshard_ScriptsThatEmptyAKeyWhileItsSlotMoves(t *testing.T) {
 	}{
 		{"unindexUser", userKey(prefix, "alice"), zset(userKey(prefix, "alice")), func() error {
 			return rueidisbackend.RunUnindexUser(s, "alice", "a", "100", "b", "200", "x", "1")
+		}},
+		{"unindexUser past a chunk", userKey(prefix, "bob"), func() rueidis.Completed {
+			z := c.B().Zadd().Key(userKey(prefix, "bob")).ScoreMember()
+			for i := range many {
+				z = z.ScoreMember(float64(i), fmt.Sprint("m", i))
+			}
+			return z.Build()
+		}, func() error {
+			var pairs []string
+			for i := range many {
+				pairs = append(pairs, fmt.Sprint("m", i), fmt.Sprint(i))
+			}
+			return rueidisbackend.RunUnindexUser(s, "bob", append(pairs, "x", "1")...)
 		}},
 		{"unindex", indexKey(prefix), zset(indexKey(prefix)), func() error {
 			return rueidisbackend.RunUnindex(s, "a", "100", "b", "200", "x", "1")
