@@ -254,6 +254,33 @@ func TestReshard_LogoutUserWhileItsSlotMoves(t *testing.T) {
 	}
 }
 
+// TestReshard_LogoutUserWhoseSlotStaysHalfMovedEndsAtItsDeadline: a
+// migration left half done (the user's index moved, its loggedout key not
+// there) answers TRYAGAIN for as long as it lasts. A LogoutUser whose
+// context ends meanwhile must return the context's error, which callers
+// test for (a worker stops on it), not the last TRYAGAIN.
+func TestReshard_LogoutUserWhoseSlotStaysHalfMovedEndsAtItsDeadline(t *testing.T) {
+	cl, m := privateCluster(t)
+	c := newClient(t, rueidis.ClientOption{InitAddress: cl.Addrs()})
+	prefix := uniquePrefix()
+	s := mustNew(t, c, rueidisbackend.Options{Prefix: prefix})
+	if err := s.UpdateToken(bg, "a1", "alice", "item"); err != nil {
+		t.Fatal(err)
+	}
+	sl := slot(userKey(prefix, "alice"))
+	src := m.owner(sl)
+	dst := m.other(src)
+	m.begin(sl, dst)
+	m.migrate(sl, src, dst, 0)
+	ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+	defer cancel()
+	_, err := s.LogoutUser(ctx, "alice")
+	m.finish(sl, src, dst)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("LogoutUser while the user's slot stays half moved, past its deadline = %v (%s), want an error matching context.DeadlineExceeded", err, errClass(err))
+	}
+}
+
 // TestReshard_FlushViewsWhileTheViewsSlotMoves: the view counts and each
 // process's last flush share the {views} slot; while it migrates, the
 // flush's script is refused with TRYAGAIN. A FlushViews that starts while
