@@ -156,6 +156,67 @@ func (m *slotMover) finish(slot uint16, src, dst string) {
 	}
 }
 
+// move is a migration of a slot, begun, from src to dst.
+type move struct {
+	m        *slotMover
+	slot     uint16
+	src, dst string
+}
+
+// start begins the migration of key's slot from its master to another.
+func (m *slotMover) start(key string) move {
+	m.t.Helper()
+	sl := slot(key)
+	src := m.owner(sl)
+	dst := m.other(src)
+	m.begin(sl, dst)
+	return move{m: m, slot: sl, src: src, dst: dst}
+}
+
+// migrate moves up to n of the slot's keys (all if n <= 0).
+func (mv move) migrate(n int) int { return mv.m.migrate(mv.slot, mv.src, mv.dst, n) }
+
+// finish moves the rest and gives the slot to dst.
+func (mv move) finish() { mv.m.finish(mv.slot, mv.src, mv.dst) }
+
+// finishOnTryAgain finishes mv in the background once either of its
+// nodes has refused a command with TRYAGAIN (INFO errorstats), so that the
+// call under test has met the moving slot; done waits for that.
+func (mv move) finishOnTryAgain() (done func()) {
+	count := func() int {
+		n := 0
+		for _, addr := range []string{mv.src, mv.dst} {
+			info, err := mv.m.do(addr, "INFO", "errorstats")
+			if err != nil {
+				continue
+			}
+			text, _ := info.ToString()
+			_, after, ok := strings.Cut(text, "errorstat_TRYAGAIN:count=")
+			if !ok {
+				continue
+			}
+			v, _, _ := strings.Cut(after, "\r")
+			k, _ := strconv.Atoi(strings.TrimSpace(v))
+			n += k
+		}
+		return n
+	}
+	before := count()
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for deadline := time.Now().Add(30 * time.Second); count() == before; { // a watchdog
+			if time.Now().After(deadline) {
+				mv.m.t.Error("no command met the moving slot in 30 s")
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		mv.finish()
+	}()
+	return func() { <-finished }
+}
+
 // other returns a master of the cluster other than addr.
 func (m *slotMover) other(addr string) string {
 	for _, a := range m.cl.Addrs() {
@@ -226,24 +287,16 @@ func TestReshard_LogoutUserWhileItsSlotMoves(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sl := slot(userKey(prefix, user))
-	src := m.owner(sl)
-	dst := m.other(src)
-	m.begin(sl, dst)
+	mv := m.start(userKey(prefix, user))
 	// The user's index moves first; its loggedout key does not exist.
-	if n := m.migrate(sl, src, dst, 0); n != 1 {
-		t.Fatalf("moved %d keys of slot %d, want the user's index alone", n, sl)
+	if n := mv.migrate(0); n != 1 {
+		t.Fatalf("moved %d keys of slot %d, want the user's index alone", n, mv.slot)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		time.Sleep(300 * time.Millisecond) // a slot with many keys takes a while
-		m.finish(sl, src, dst)
-	}()
+	done := mv.finishOnTryAgain()
 	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
 	defer cancel()
 	n, err := s.LogoutUser(ctx, user)
-	<-done
+	done()
 	if err != nil || n != 2 {
 		t.Errorf("LogoutUser while the user's slot moves = %d, %v (%s); want 2, nil", n, err, errClass(err))
 	}
@@ -267,15 +320,12 @@ func TestReshard_LogoutUserWhoseSlotStaysHalfMovedEndsAtItsDeadline(t *testing.T
 	if err := s.UpdateToken(bg, "a1", "alice", "item"); err != nil {
 		t.Fatal(err)
 	}
-	sl := slot(userKey(prefix, "alice"))
-	src := m.owner(sl)
-	dst := m.other(src)
-	m.begin(sl, dst)
-	m.migrate(sl, src, dst, 0)
+	mv := m.start(userKey(prefix, "alice"))
+	mv.migrate(0)
 	ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
 	defer cancel()
 	_, err := s.LogoutUser(ctx, "alice")
-	m.finish(sl, src, dst)
+	mv.finish()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("LogoutUser while the user's slot stays half moved, past its deadline = %v (%s), want an error matching context.DeadlineExceeded", err, errClass(err))
 	}
@@ -296,17 +346,9 @@ func TestReshard_FlushViewsWhileTheViewsSlotMoves(t *testing.T) {
 	if err := s.FlushViews(bg); err != nil {
 		t.Fatal(err)
 	}
-	sl := slot(viewedKey(prefix))
-	src := m.owner(sl)
-	dst := m.other(src)
-	m.begin(sl, dst)
-	m.migrate(sl, src, dst, 1) // one of the two keys
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		time.Sleep(300 * time.Millisecond)
-		m.finish(sl, src, dst)
-	}()
+	mv := m.start(viewedKey(prefix))
+	mv.migrate(1) // one of the two keys
+	done := mv.finishOnTryAgain()
 	for range 3 {
 		if err := s.CountView(bg, "item-1"); err != nil {
 			t.Fatal(err)
@@ -315,7 +357,7 @@ func TestReshard_FlushViewsWhileTheViewsSlotMoves(t *testing.T) {
 	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
 	defer cancel()
 	err := s.FlushViews(ctx)
-	<-done
+	done()
 	if err != nil {
 		t.Errorf("FlushViews while the views' slot moves = %v (%s), want nil", err, errClass(err))
 	}
@@ -342,20 +384,12 @@ func TestReshard_ScheduleRowWhileTheRowsSlotMoves(t *testing.T) {
 	if err := s.ScheduleRowCache(bg, "row-1", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	sl := slot(prefix + "{rows}:schedule")
-	src := m.owner(sl)
-	dst := m.other(src)
-	m.begin(sl, dst)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		time.Sleep(300 * time.Millisecond)
-		m.finish(sl, src, dst)
-	}()
+	mv := m.start(prefix + "{rows}:schedule")
+	done := mv.finishOnTryAgain()
 	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
 	defer cancel()
 	err := s.ScheduleRowCache(ctx, "row-2", time.Minute)
-	<-done
+	done()
 	if err != nil {
 		t.Errorf("ScheduleRowCache while the rows' slot moves = %v (%s), want nil", err, errClass(err))
 	}
@@ -402,13 +436,10 @@ func TestReshard_ReplacingAnEndedSessionWhileItsSlotMoves(t *testing.T) {
 			if !exists(t, c, key) {
 				t.Fatal("the expired session's key is gone already")
 			}
-			sl := slot(key)
-			src := m.owner(sl)
-			dst := m.other(src)
-			m.begin(sl, dst)
+			mv := m.start(key)
 			err := tc.call(tok)
 			still := exists(t, c, key) // through the cluster client: the source, or the target by ASK
-			m.finish(sl, src, dst)
+			mv.finish()
 			if err != nil {
 				t.Errorf("%s over an expired session while its slot migrates = %v (%s), want nil", tc.name, err, errClass(err))
 			}
@@ -457,11 +488,8 @@ func TestReshard_AnotherProcessSeesLogoutUserAfterTheMarkMoved(t *testing.T) {
 	// The mark's and the user's slots move to another master; no key
 	// moves with them.
 	for _, key := range []string{rueidisbackend.LogoutMark(prefix, user), loggedOutKey(prefix, user)} {
-		sl := slot(key)
-		src := m.owner(sl)
-		dst := m.other(src)
-		m.begin(sl, dst)
-		m.finish(sl, src, dst)
+		mv := m.start(key)
+		mv.finish()
 	}
 	if _, err := s2.LogoutUser(bg, user); err != nil {
 		t.Fatal(err)
@@ -550,13 +578,10 @@ func TestReshard_ScriptsThatEmptyAKeyWhileItsSlotMoves(t *testing.T) {
 			if err := c.Do(bg, tc.fill()).Error(); err != nil {
 				t.Fatal(err)
 			}
-			sl := slot(tc.key)
-			src := m.owner(sl)
-			dst := m.other(src)
-			m.begin(sl, dst)
+			mv := m.start(tc.key)
 			err := tc.call()
 			left := exists(t, c, tc.key)
-			m.finish(sl, src, dst)
+			mv.finish()
 			if err != nil {
 				t.Errorf("%s while the slot of %s moves = %v (%s), want nil", tc.name, tc.key, err, errClass(err))
 			}
@@ -587,12 +612,9 @@ func TestReshard_ClaimThatEmptiesTheScheduleWhileItsSlotMoves(t *testing.T) {
 	if err := c.Do(bg, c.B().Hset().Key(dropped).FieldValue().FieldValue("row-0", "old-claim").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	sl := slot(dropped)
-	src := m.owner(sl)
-	dst := m.other(src)
-	m.begin(sl, dst)
+	mv := m.start(dropped)
 	rows, err := s.ClaimDueRows(bg, 10)
-	m.finish(sl, src, dst)
+	mv.finish()
 	if err != nil || len(rows) != 0 {
 		t.Errorf("ClaimDueRows while the rows' slot moves = %q, %v (%s); want none, nil", rows, err, errClass(err))
 	}
