@@ -271,10 +271,12 @@ func TestCache_CheckTokenStaysCachedWhileRefreshed(t *testing.T) {
 		}
 		after := s.Stats()
 		hits, misses := after.ClientCacheHits-before.ClientCacheHits, after.ClientCacheMisses-before.ClientCacheMisses
-		// A rewrite every 15 minutes, a miss or two after each: the reads of
-		// one minute in which the invalidation had not arrived yet are read
-		// from the server, not counted.
-		if limit := uint64(2 * (minutes/16 + 1)); misses > limit || hits < minutes*reads/2 {
+		// A rewrite every 15 minutes, a few misses after each: on a single
+		// server the tracker's table (see sessiontable.go) does not store
+		// a read made while the server's message of the rewrite was on its
+		// way, and counts it a miss. Without the touch interval every
+		// minute's refresh would miss: 180 misses.
+		if limit := uint64(3 * (minutes/16 + 1)); misses > limit || hits < minutes*reads/2 {
 			t.Errorf("%d CheckToken calls: %d cache hits, %d misses; want at most %d misses", minutes*reads, hits, misses, limit)
 		}
 		t.Logf("%d CheckToken calls: %d cache hits, %d misses", minutes*reads, hits, misses)

@@ -100,21 +100,28 @@
 // (docs/redis-backend.md gives the measurement). Ranks, counts and the
 // indexes are read from the server.
 //
-// Every call on a logged-in session also reads its user's logout mark. On a
-// single server (not through Sentinel), with client-side caching, a Store
-// keeps the 1,024 marks decoded in a table, which a connection of its own
-// keeps fresh with CLIENT TRACKING BCAST; a mark changed by another process
+// On a single server (not through Sentinel), with client-side caching, a
+// Store keeps what every page view reads decoded in tables of its own,
+// which a connection of its own keeps fresh with CLIENT TRACKING BCAST:
+// each session's login and recent items (about 64 MiB of them at most;
+// past that, sessions are dropped at random), and the 1,024 logout marks
+// that every call on a logged-in session reads. A session the table does
+// not hold is read on that connection; one changed by another process
 // stops being served when its invalidation arrives, as a cached value
-// does. The Store takes that connection from the client's pool for
-// blocking commands (ClientOption.BlockingPoolSize) and holds it until
-// Close, or until the client is closed; CLIENT LIST names it
-// retail-logout-marks. Every second it writes and deletes a probe key
-// (retail:logoutprobe:{R}, in one script, so the key is never seen) and
-// stops serving the table if the connection does not hear of a probe the
-// server took within a second; while the server stalls the table serves,
-// as the cache does. An OnInvalidations callback of the client's options hears of
-// the marks' changes too. Without the table the marks are read through
-// the client-side cache, or from the server without one.
+// does, and this process's own writes drop it at once. A cached CheckToken
+// then costs about half the CPU it costs through rueidis's cache
+// (docs/performance.md). BCAST tells each Store of every change of a
+// session or a mark, not only of those it read: with N processes a change
+// is sent N times (the server gathers a loop's changes in one message).
+// The Store takes that connection from the client's pool for blocking
+// commands (ClientOption.BlockingPoolSize) and holds it until Close, or
+// until the client is closed; CLIENT LIST names it retail-tracker. Every
+// second it writes and deletes a probe key (retail:logoutprobe:{R}, in one
+// script, so the key is never seen) and stops serving the tables if the
+// connection does not hear of a probe the server took within a second;
+// while the server stalls the tables serve, as the cache does. Without the
+// tables, sessions and marks are read through the client-side cache, or
+// from the server without one.
 //
 // # Cleaning, logout and renewal against concurrent requests
 //

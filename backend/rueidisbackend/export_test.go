@@ -92,7 +92,7 @@ func RetryDeferredNow(s *Store) { s.d.deferred.retry.Store(0) }
 // MarkTracking returns the CLIENT ID of the connection that keeps s's table
 // of logout marks fresh (see marks.go), and whether it is tracking.
 func MarkTracking(s *Store) (id int64, tracking bool) {
-	t := s.d.marks
+	t := s.d.tracker
 	if t == nil {
 		return 0, false
 	}
@@ -104,29 +104,29 @@ func MarkTracking(s *Store) (id int64, tracking bool) {
 // MarkHeld reports whether s's table of logout marks holds the mark of
 // user's bucket.
 func MarkHeld(s *Store, user string) bool {
-	_, ok := s.d.marks.get(logoutBucket(user))
+	_, ok := s.d.tracker.mark(logoutBucket(user))
 	return ok
 }
 
 // SetMarkRedialHook makes s run hook before it dials its marks' tracking
 // connection again.
 func SetMarkRedialHook(s *Store, hook func()) {
-	if s.d.marks == nil {
+	if s.d.tracker == nil {
 		panic("SetMarkRedialHook: the Store has no table of marks")
 	}
-	s.d.marks.mu.Lock()
-	defer s.d.marks.mu.Unlock()
-	s.d.marks.redialHook = hook
+	s.d.tracker.mu.Lock()
+	defer s.d.tracker.mu.Unlock()
+	s.d.tracker.redialHook = hook
 }
 
 // MarkTrackingStopped reports whether s has stopped tracking its logout
 // marks for good.
 func MarkTrackingStopped(s *Store) bool {
-	if s.d.marks == nil {
+	if s.d.tracker == nil {
 		return true
 	}
 	select {
-	case <-s.d.marks.done:
+	case <-s.d.tracker.done:
 		return true
 	default:
 		return false
@@ -153,4 +153,11 @@ func RunReindex(s *Store, args ...string) error {
 
 func RunClearDropped(s *Store, args ...string) error {
 	return s.d.send(context.Background(), []call{s.d.scriptCall(clearDropped, []string{s.d.k.dropped()}, args)})
+}
+
+// SessionHeld reports whether s's tracker holds token's session in its
+// table (see sessiontable.go).
+func SessionHeld(s *Store, token string) bool {
+	_, ok := s.d.tracker.session(recordOf(s.d.k.session(sessionid.Of(token))))
+	return ok
 }

@@ -147,14 +147,14 @@ func (s *store) marked(ctx context.Context, user string, created int64) (bool, e
 }
 
 // mark returns the logout mark of bucket b, noMark if it has none, from
-// the Store's table of marks (see marks.go), or else through the
+// the tracker's table of marks (see marks.go), or else through the
 // client-side cache.
 func (s *store) mark(ctx context.Context, b int) (int64, error) {
-	if at, ok := s.marks.get(b); ok {
+	if at, ok := s.tracker.mark(b); ok {
 		s.hits.Add(1)
 		return at, nil
 	}
-	if at, ok := s.marks.read(ctx, b); ok {
+	if at, ok := s.tracker.readMark(ctx, b); ok {
 		s.misses.Add(1)
 		return at, nil
 	}
@@ -170,7 +170,7 @@ func (s *store) mark(ctx context.Context, b int) (int64, error) {
 // heard (see ownWrites).
 func (s *store) markWritten(b int) {
 	s.own.changed(recordOf(s.k.logoutMark(b)))
-	s.marks.forget(b)
+	s.tracker.forgetMark(b)
 }
 
 // loggedOutArg is the instant of user's last LogoutUser, in Unix ms, as a

@@ -23,7 +23,9 @@ import (
 // change of any mark, the messages that keep the client-side cache fresh,
 // and forgets the marks they name. A mark is read from the server on that
 // connection, after which it is served from the table until it changes, or
-// for CacheTTL at most, as a cached value is.
+// for CacheTTL at most, as a cached value is. The same connection keeps
+// the sessions' table fresh (see sessiontable.go): the tracker is the
+// connection, its probe, and the two tables.
 //
 // The table must hear every change made on the server that the Store's
 // client writes to. So every probeEvery the tracker writes and deletes a
@@ -34,8 +36,8 @@ import (
 // probeEvery+probeWait. A probe the server did not take (it stalls, or
 // the client's connection broke) stops nothing: as the client-side cache
 // serves while its connection lives, the table serves while the tracking
-// connection does. The
-// probe also ends the tracker once the client is closed. A connection
+// connection does. The probe also ends the tracker once the client is
+// closed. A connection
 // whose reads the server refuses (a Valkey replica that redirects them) is
 // dialled again.
 //
@@ -48,11 +50,13 @@ import (
 // whose marks live on every master, and with Sentinel, whose clients move
 // to a new master without the connections they lent.
 
-// markTable holds the decoded logout marks of a Store on a single server.
-type markTable struct {
-	prefix string        // of the marks' keys
-	probe  string        // the key the tracker writes to check that it hears, its own
-	ttl    time.Duration // an entry's longest life (CacheTTL)
+// tracker holds the decoded logout marks and sessions of a Store on a
+// single server, and the connection that keeps them fresh.
+type tracker struct {
+	prefix   string        // of the marks' keys
+	sessions sessionTable  // see sessiontable.go
+	probe    string        // the key the tracker writes to check that it hears, its own
+	ttl      time.Duration // an entry's longest life (CacheTTL)
 
 	entries [logoutBuckets]atomic.Pointer[markEntry] // nil: unknown
 	live    atomic.Bool                              // whether conn is set, read without the lock
@@ -97,16 +101,17 @@ const (
 	probeWait    = time.Second
 )
 
-// newMarkTable returns the table of the marks under prefix, and starts the
-// tracker that keeps it fresh over c; close stops it.
-func newMarkTable(c rueidis.Client, prefix string, ttl time.Duration) *markTable {
+// newTracker returns the tracker of the marks and sessions under prefix,
+// and starts keeping them fresh over c; close stops it.
+func newTracker(c rueidis.Client, prefix string, ttl time.Duration) *tracker {
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &markTable{
-		prefix: prefix + "logoutmark:{",
-		probe:  prefix + "logoutprobe:{" + rand.Text() + "}",
-		ttl:    ttl,
-		cancel: cancel,
-		done:   make(chan struct{}),
+	t := &tracker{
+		prefix:   prefix + "logoutmark:{",
+		probe:    prefix + "logoutprobe:{" + rand.Text() + "}",
+		sessions: sessionTable{prefix: prefix + "session:{"},
+		ttl:      ttl,
+		cancel:   cancel,
+		done:     make(chan struct{}),
 	}
 	go t.track(ctx, c)
 	return t
@@ -114,7 +119,7 @@ func newMarkTable(c rueidis.Client, prefix string, ttl time.Duration) *markTable
 
 // get returns bucket b's mark if the table holds it: ok is false if it
 // does not, and the mark must be read.
-func (t *markTable) get(b int) (at int64, ok bool) {
+func (t *tracker) mark(b int) (at int64, ok bool) {
 	if t == nil {
 		return 0, false
 	}
@@ -128,7 +133,7 @@ func (t *markTable) get(b int) (at int64, ok bool) {
 // read reads bucket b's mark from the server on the tracking connection
 // and stores it: ok is false if the table is not tracking, or the read
 // failed, and the mark must be read otherwise.
-func (t *markTable) read(ctx context.Context, b int) (at int64, ok bool) {
+func (t *tracker) readMark(ctx context.Context, b int) (at int64, ok bool) {
 	if t == nil || !t.live.Load() {
 		return 0, false
 	}
@@ -153,7 +158,7 @@ func (t *markTable) read(ctx context.Context, b int) (at int64, ok bool) {
 	default:
 		at = parseMark(v)
 	}
-	t.put(b, r, at)
+	t.putMark(b, r, at)
 	return at, true
 }
 
@@ -170,7 +175,7 @@ func parseMark(v string) int64 {
 
 // put stores bucket b's mark at, read under r, unless the mark changed or
 // tracking started or stopped since r.
-func (t *markTable) put(b int, r markRead, at int64) {
+func (t *tracker) putMark(b int, r markRead, at int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.gens[b] == r.gen {
@@ -180,7 +185,7 @@ func (t *markTable) put(b int, r markRead, at int64) {
 
 // forget drops bucket b's mark, and keeps a read begun before from
 // storing it: this process changed the mark, or the server said it changed.
-func (t *markTable) forget(b int) {
+func (t *tracker) forgetMark(b int) {
 	if t == nil {
 		return
 	}
@@ -193,7 +198,7 @@ func (t *markTable) forget(b int) {
 // setConn makes conn, whose CLIENT ID is id, the tracking connection (nil
 // when tracking stops), and drops every mark; a read that conn refuses is
 // told on refused.
-func (t *markTable) setConn(conn rueidis.DedicatedClient, id int64, refused chan<- struct{}) {
+func (t *tracker) setConn(conn rueidis.DedicatedClient, id int64, refused chan<- struct{}) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.conn, t.id, t.refused = conn, id, refused
@@ -201,7 +206,8 @@ func (t *markTable) setConn(conn rueidis.DedicatedClient, id int64, refused chan
 	t.forgetAllLocked()
 }
 
-func (t *markTable) forgetAllLocked() {
+func (t *tracker) forgetAllLocked() {
+	t.sessions.forgetAll()
 	for b := range t.entries {
 		t.gens[b]++
 		t.entries[b].Store(nil)
@@ -211,7 +217,7 @@ func (t *markTable) forgetAllLocked() {
 // invalidated takes the server's invalidation messages: the keys that
 // changed, or nil when every key may have (a FLUSHALL, or the connection
 // closing). It reports whether the probe was among them.
-func (t *markTable) invalidated(keys []rueidis.RedisMessage) (probed bool) {
+func (t *tracker) invalidated(keys []rueidis.RedisMessage) (probed bool) {
 	if keys == nil {
 		t.mu.Lock()
 		t.forgetAllLocked()
@@ -226,31 +232,34 @@ func (t *markTable) invalidated(keys []rueidis.RedisMessage) (probed bool) {
 	return probed
 }
 
-// forgetKey drops the mark whose key is key, if it is a mark's, and
-// reports whether it is the probe's.
-func (t *markTable) forgetKey(key string) (probe bool) {
+// forgetKey drops the mark or the session whose key is key, if it is a
+// mark's or a session's, and reports whether it is the probe's.
+func (t *tracker) forgetKey(key string) (probe bool) {
 	if key == t.probe {
 		return true
 	}
 	n, ok := strings.CutPrefix(key, t.prefix)
 	if !ok {
+		if t.sessions.prefix != "" && strings.HasPrefix(key, t.sessions.prefix) {
+			t.forgetSession(recordOf(key))
+		}
 		return false
 	}
 	if b, err := strconv.Atoi(strings.TrimSuffix(n, "}")); err == nil && b >= 0 && b < logoutBuckets {
-		t.forget(b)
+		t.forgetMark(b)
 	}
 	return false
 }
 
 // key is the key of bucket b's mark.
-func (t *markTable) key(b int) string { return t.prefix + itoa(b) + "}" }
+func (t *tracker) key(b int) string { return t.prefix + itoa(b) + "}" }
 
 // track keeps a connection tracking the marks until ctx ends, dialling it
 // again when it breaks. It gives up, leaving the table empty, with a
 // client without client-side caching, when the server refuses to track,
 // when no connection has heard a probe yet and one goes unheard, and when
 // the client is closed.
-func (t *markTable) track(ctx context.Context, c rueidis.Client) {
+func (t *tracker) track(ctx context.Context, c rueidis.Client) {
 	defer close(t.done)
 	heardOnce := false
 	pause := minMarkPause
@@ -296,7 +305,7 @@ func setupErr(err error) error {
 
 // caching checks that c caches: with DisableCache its connections track
 // nothing, and the Store reads from the server.
-func (t *markTable) caching(ctx context.Context, c rueidis.Client) error {
+func (t *tracker) caching(ctx context.Context, c rueidis.Client) error {
 	info, err := c.Do(ctx, c.B().ClientTrackinginfo().Build()).AsMap()
 	if err != nil {
 		return setupErr(err)
@@ -311,7 +320,7 @@ func (t *markTable) caching(ctx context.Context, c rueidis.Client) error {
 // serve dials a connection, makes it track the marks and its probe, and
 // serves the table from it until it breaks, a probe goes unheard, a read
 // is refused or ctx ends.
-func (t *markTable) serve(ctx context.Context, c rueidis.Client, heardOnce *bool) error {
+func (t *tracker) serve(ctx context.Context, c rueidis.Client, heardOnce *bool) error {
 	conn, _ := c.Dedicate()
 	defer conn.Close()           // its tracking must not go back to the pool
 	defer t.setConn(nil, 0, nil) // first: closing waits for the connection
@@ -325,9 +334,9 @@ func (t *markTable) serve(ctx context.Context, c rueidis.Client, heardOnce *bool
 		}
 	})
 	for _, cmd := range []rueidis.Completed{
-		conn.B().ClientSetname().ConnectionName("retail-logout-marks").Build(),
+		conn.B().ClientSetname().ConnectionName("retail-tracker").Build(),
 		conn.B().ClientTracking().Off().Build(), // rueidis turns it on for caching, in another mode
-		conn.B().ClientTracking().On().Prefix().Prefix(t.prefix).Prefix(t.probe).Bcast().Build(),
+		conn.B().ClientTracking().On().Prefix().Prefix(t.prefix).Prefix(t.sessions.prefix).Prefix(t.probe).Bcast().Build(),
 	} {
 		if err := conn.Do(ctx, cmd).Error(); err != nil {
 			return setupErr(err)
@@ -371,7 +380,7 @@ var errUnheard = errors.New("rueidisbackend: the marks' connection did not hear 
 // probeHeard writes the probe key through c, and deletes it, within
 // probeWait, and waits for the tracking connection to hear of it (on
 // heard) for probeWait more at most.
-func (t *markTable) probeHeard(ctx context.Context, c rueidis.Client, heard <-chan struct{}) error {
+func (t *tracker) probeHeard(ctx context.Context, c rueidis.Client, heard <-chan struct{}) error {
 	select {
 	case <-heard: // of an earlier probe that the server took late
 	default:
@@ -399,7 +408,7 @@ var probe = rueidis.NewLuaScript(`redis.call('SET', KEYS[1], '1') return redis.c
 
 // close stops the tracker, which closes its connection once it can (at
 // once, unless it waits for a connection from a full pool).
-func (t *markTable) close() {
+func (t *tracker) close() {
 	if t != nil {
 		t.cancel()
 	}

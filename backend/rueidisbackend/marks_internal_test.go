@@ -13,28 +13,28 @@ import (
 // the table heard that it changed, or before tracking started or stopped,
 // may be the old one, and is not stored; one read after is.
 func TestMarkTable_AReadBegunBeforeAChangeIsNotStored(t *testing.T) {
-	tb := &markTable{prefix: "p:logoutmark:{", ttl: time.Minute}
+	tb := &tracker{prefix: "p:logoutmark:{", ttl: time.Minute}
 	for _, change := range []struct {
 		name string
 		do   func()
 	}{
 		{"its invalidation", func() { tb.forgetKey("p:logoutmark:{3}") }},
-		{"this process's raise", func() { (&store{marks: tb}).markWritten(3) }},
+		{"this process's raise", func() { (&store{tracker: tb}).markWritten(3) }},
 		{"a flush", func() { tb.invalidated(nil) }},
 		{"tracking stopping", func() { tb.setConn(nil, 0, nil) }},
 	} {
 		r := markRead{gen: tb.gens[3]}
 		change.do()
-		tb.put(3, r, 5)
-		if _, ok := tb.get(3); ok {
+		tb.putMark(3, r, 5)
+		if _, ok := tb.mark(3); ok {
 			t.Errorf("%s: a mark read before it was stored", change.name)
 		}
-		tb.put(3, markRead{gen: tb.gens[3]}, 5)
-		if at, ok := tb.get(3); !ok || at != 5 {
+		tb.putMark(3, markRead{gen: tb.gens[3]}, 5)
+		if at, ok := tb.mark(3); !ok || at != 5 {
 			t.Errorf("%s: get after a read that began after it = %d, %v; want 5, true", change.name, at, ok)
 		}
 		change.do()
-		if _, ok := tb.get(3); ok {
+		if _, ok := tb.mark(3); ok {
 			t.Errorf("%s: the mark is still served after it", change.name)
 		}
 	}
@@ -46,7 +46,7 @@ func TestMarkTable_AReadBegunBeforeAChangeIsNotStored(t *testing.T) {
 type fakeConn struct {
 	rueidis.DedicatedClient
 	c      rueidis.Client
-	tb     *markTable
+	tb     *tracker
 	midway bool
 }
 
@@ -76,20 +76,20 @@ func miniredisServer(t *testing.T) (*miniredis.Miniredis, rueidis.Client) {
 // while the GET is on its way keeps the old value out of the table.
 func TestMarkTable_AReadTheServerChangedUnderIsNotStored(t *testing.T) {
 	mr, c := miniredisServer(t)
-	tb := &markTable{prefix: "p:logoutmark:{", ttl: time.Minute}
+	tb := &tracker{prefix: "p:logoutmark:{", ttl: time.Minute}
 	mr.Set(tb.key(3), "5")
 	tb.setConn(fakeConn{c: c, tb: tb, midway: true}, 1, nil)
-	if at, ok := tb.read(context.Background(), 3); !ok || at != 5 {
+	if at, ok := tb.readMark(context.Background(), 3); !ok || at != 5 {
 		t.Fatalf("read = %d, %v; want 5, true", at, ok)
 	}
-	if _, ok := tb.get(3); ok {
+	if _, ok := tb.mark(3); ok {
 		t.Fatal("a mark whose change was heard during its read was stored")
 	}
 	tb.setConn(fakeConn{c: c, tb: tb}, 1, nil)
-	if at, ok := tb.read(context.Background(), 3); !ok || at != 5 {
+	if at, ok := tb.readMark(context.Background(), 3); !ok || at != 5 {
 		t.Fatalf("read = %d, %v; want 5, true", at, ok)
 	}
-	if at, ok := tb.get(3); !ok || at != 5 {
+	if at, ok := tb.mark(3); !ok || at != 5 {
 		t.Fatalf("get after an undisturbed read = %d, %v; want 5, true", at, ok)
 	}
 }
@@ -99,11 +99,11 @@ func TestMarkTable_AReadTheServerChangedUnderIsNotStored(t *testing.T) {
 // the calls do not all pay for a read that fails.
 func TestMarkTable_ARefusedReadRedials(t *testing.T) {
 	mr, c := miniredisServer(t)
-	tb := &markTable{prefix: "p:logoutmark:{", ttl: time.Minute}
+	tb := &tracker{prefix: "p:logoutmark:{", ttl: time.Minute}
 	mr.HSet(tb.key(3), "not", "a string") // GET answers WRONGTYPE
 	refused := make(chan struct{}, 1)
 	tb.setConn(fakeConn{c: c, tb: tb}, 1, refused)
-	if _, ok := tb.read(context.Background(), 3); ok {
+	if _, ok := tb.readMark(context.Background(), 3); ok {
 		t.Fatal("a refused read answered")
 	}
 	select {
@@ -112,7 +112,7 @@ func TestMarkTable_ARefusedReadRedials(t *testing.T) {
 		t.Fatal("a refused read was not told to the tracker")
 	}
 	mr.Set(tb.key(4), "9")
-	if at, ok := tb.read(context.Background(), 4); !ok || at != 9 {
+	if at, ok := tb.readMark(context.Background(), 4); !ok || at != 9 {
 		t.Fatalf("read = %d, %v; want 9, true", at, ok)
 	}
 	select {
@@ -125,9 +125,9 @@ func TestMarkTable_ARefusedReadRedials(t *testing.T) {
 // TestMarkTable_InvalidationsNameMarks: an invalidation drops the marks
 // its keys name, and only those; the probe's is told apart.
 func TestMarkTable_InvalidationsNameMarks(t *testing.T) {
-	tb := &markTable{prefix: "p:logoutmark:{", probe: "p:logoutprobe:{x}", ttl: time.Minute}
+	tb := &tracker{prefix: "p:logoutmark:{", probe: "p:logoutprobe:{x}", ttl: time.Minute}
 	for b := range 8 {
-		tb.put(b, markRead{}, int64(b))
+		tb.putMark(b, markRead{}, int64(b))
 	}
 	for _, key := range []string{"p:logoutmark:{2}", "p:logoutmark:{x}", "q:logoutmark:{3}", "p:logoutmark:{5}",
 		"p:logoutmark:{99999}", "p:logoutmark:{-1}", "p:logoutprobe:{y}"} {
@@ -136,7 +136,7 @@ func TestMarkTable_InvalidationsNameMarks(t *testing.T) {
 		}
 	}
 	for b := range 8 {
-		if _, ok := tb.get(b); ok == (b == 2 || b == 5) {
+		if _, ok := tb.mark(b); ok == (b == 2 || b == 5) {
 			t.Errorf("mark %d held: %v after the invalidation", b, ok)
 		}
 	}
@@ -148,10 +148,10 @@ func TestMarkTable_InvalidationsNameMarks(t *testing.T) {
 // TestMarkTable_AMarkLastsTheTTL: a mark no invalidation dropped is served
 // for the TTL at most, as a value in the client-side cache is.
 func TestMarkTable_AMarkLastsTheTTL(t *testing.T) {
-	tb := &markTable{prefix: "p:logoutmark:{", ttl: time.Millisecond}
-	tb.put(1, markRead{}, 7)
+	tb := &tracker{prefix: "p:logoutmark:{", ttl: time.Millisecond}
+	tb.putMark(1, markRead{}, 7)
 	time.Sleep(5 * time.Millisecond)
-	if _, ok := tb.get(1); ok {
+	if _, ok := tb.mark(1); ok {
 		t.Fatal("a mark served past its TTL")
 	}
 }

@@ -43,14 +43,14 @@ func missedSession(t *testing.T, s *rueidisbackend.Store, c rueidis.Client, pref
 }
 
 // servesFromTable waits until s serves token's session, and its user's
-// mark from its table.
+// mark, from its tables.
 func servesFromTable(t *testing.T, s *rueidisbackend.Store, token string) {
 	t.Helper()
 	waitFor(t, func() bool {
 		if _, ok, err := s.CheckToken(bg, token); err != nil || !ok {
 			t.Fatalf("CheckToken(%q) = %v, %v; want a live session", token, ok, err)
 		}
-		return rueidisbackend.MarkHeld(s, "alice")
+		return rueidisbackend.MarkHeld(s, "alice") && rueidisbackend.SessionHeld(s, token)
 	})
 }
 

@@ -194,10 +194,20 @@ func (s *store) sessionArgs(now int64, extra ...string) []string {
 	return append(args, extra...)
 }
 
-// cachedSession reads the login and recent items of token's session
-// through the client-side cache: HMGET key login recent, which changes only
-// when the session is written. found is false if there is no session.
+// cachedSession reads the login and recent items of token's session from
+// the tracker's table (see sessiontable.go) or through the client-side
+// cache: HMGET key login recent, which changes only when the session is
+// written. found is false if there is no session.
 func (s *store) cachedSession(ctx context.Context, key string) (l login, recent string, found bool, err error) {
+	r := recordOf(key)
+	if e, ok := s.tracker.session(r); ok {
+		s.hits.Add(1)
+		return e.l, e.recent, true, nil
+	}
+	if e, found, ok, err := s.tracker.readSession(ctx, key, r); ok {
+		s.misses.Add(1)
+		return e.l, e.recent, found, err
+	}
 	msg, err := s.cachedRead(ctx, key, false, s.c.B().Hmget().Key(key).Field("login", "recent").Cache(),
 		func() rueidis.Completed { return s.c.B().Hmget().Key(key).Field("login", "recent").Build() })
 	if err != nil {
@@ -234,6 +244,7 @@ func (s *store) cachedFields(ctx context.Context, key string) (map[string]string
 // cache has heard (see ownWrites).
 func (s *store) sessionWritten(key string, deleted bool) {
 	hmget := recordOf(key)
+	s.tracker.forgetSession(hmget)
 	for _, r := range []record{hmget, hmget.all()} {
 		if deleted {
 			s.own.deleted(r)
@@ -249,6 +260,7 @@ func (s *store) sessionWritten(key string, deleted bool) {
 // changed too (see ownWrites).
 func (s *store) sessionHolds(key string, view []rueidis.RedisMessage, wrote bool) {
 	r := recordOf(key)
+	s.tracker.forgetSession(r)
 	s.own.wroteArray(r, view)
 	if wrote {
 		s.own.changed(r.all())

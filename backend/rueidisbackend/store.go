@@ -123,7 +123,7 @@ type store struct {
 	cluster  bool
 	batches  struct{ refresh, update, cart *batcher } // nil in a cluster (see batch.go)
 	deferred deferred                                 // index and view writes waiting for their node (see deferred.go)
-	marks    *markTable                               // nil but on a standalone client with caching (see marks.go)
+	tracker  *tracker                                 // nil but on a standalone client with caching (see marks.go)
 
 	// IdleTimeout, TouchEvery, Lifetime and TTLSlack in ms, formatted for
 	// the session scripts (see sessionArgs).
@@ -211,7 +211,7 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 		d.batches.update = newBatcher(d, updateToken)
 		d.batches.cart = newBatcher(d, cartWrite)
 		if d.cacheTTL > 0 && c.Mode() == rueidis.ClientModeStandalone {
-			d.marks = newMarkTable(c, opts.Prefix, d.cacheTTL)
+			d.tracker = newTracker(c, opts.Prefix, d.cacheTTL)
 		}
 	}
 	return &Store{Store: retail.NewStoreWith(d, retail.StoreOptions{
@@ -219,11 +219,11 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 	}), d: d}, nil
 }
 
-// Close implements driver.Store. It tells the tracker of the logout marks
-// to stop, which closes its connection (see marks.go), and closes nothing
-// else: the caller owns the rueidis client.
+// Close implements driver.Store. It tells the tracker of the sessions and
+// marks to stop, which closes its connection (see marks.go), and closes
+// nothing else: the caller owns the rueidis client.
 func (s *store) Close() error {
-	s.marks.close()
+	s.tracker.close()
 	s.cleanups.wait() // at most a second
 	return nil
 }

@@ -1,0 +1,187 @@
+package rueidisbackend
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// sessionConn is a tracking connection over c; midway, if set, runs
+// once the server has answered a read, before the reply is returned: a
+// change heard while the read was on its way.
+type sessionConn struct {
+	rueidis.DedicatedClient
+	c      rueidis.Client
+	midway func()
+}
+
+func (f sessionConn) B() rueidis.Builder { return f.c.B() }
+
+func (f sessionConn) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	r := f.c.Do(ctx, cmd)
+	if f.midway != nil {
+		f.midway()
+	}
+	return r
+}
+
+const tableLogin = "1767366000000 1767367800000 alice"
+
+// TestSessionTable_AReadBegunBeforeAChangeIsNotStored: a session read
+// while its shard heard of a change (the server's message, this process's
+// write, a flush, tracking stopping) may be the old one, and is not
+// stored; one read undisturbed is, and any of the changes drops it.
+func TestSessionTable_AReadBegunBeforeAChangeIsNotStored(t *testing.T) {
+	mr, c := miniredisServer(t)
+	tb := &tracker{prefix: "p:logoutmark:{", sessions: sessionTable{prefix: "p:session:{"}, ttl: time.Minute}
+	key := "p:session:{t1}"
+	r := recordOf(key)
+	mr.HSet(key, "login", tableLogin, "recent", "a b")
+	s := &store{tracker: tb}
+	for _, change := range []struct {
+		name string
+		do   func()
+	}{
+		{"its invalidation", func() { tb.forgetKey(key) }},
+		{"this process's write", func() { s.sessionWritten(key, false) }},
+		{"this process's delete", func() { s.sessionWritten(key, true) }},
+		{"a script's reply", func() { s.sessionHolds(key, nil, true) }},
+		{"a flush", func() { tb.invalidated(nil) }},
+		{"tracking stopping", func() { tb.setConn(nil, 0, nil); tb.setConn(sessionConn{c: c}, 1, nil) }},
+	} {
+		tb.setConn(sessionConn{c: c, midway: change.do}, 1, nil)
+		e, found, ok, err := tb.readSession(context.Background(), key, r)
+		if !ok || !found || err != nil || e.l.user != "alice" || e.recent != "a b" {
+			t.Fatalf("%s: read = %+v, %v, %v, %v; want alice's session", change.name, e, found, ok, err)
+		}
+		if _, held := tb.session(r); held {
+			t.Errorf("%s: a session read while it changed was stored", change.name)
+		}
+		tb.setConn(sessionConn{c: c}, 1, nil)
+		if _, _, ok, _ := tb.readSession(context.Background(), key, r); !ok {
+			t.Fatalf("%s: an undisturbed read failed", change.name)
+		}
+		if e, held := tb.session(r); !held || e.l.user != "alice" {
+			t.Fatalf("%s: after an undisturbed read the table holds %+v, %v; want alice's session", change.name, e, held)
+		}
+		change.do()
+		if _, held := tb.session(r); held {
+			t.Errorf("%s: the session is still served after it", change.name)
+		}
+	}
+}
+
+// TestSessionTable_AbsentSessionsAreNotStored: a token without a session
+// (or with a login this version cannot read) is answered, and not stored,
+// so that made-up tokens fill nothing.
+func TestSessionTable_AbsentSessionsAreNotStored(t *testing.T) {
+	mr, c := miniredisServer(t)
+	tb := &tracker{prefix: "p:logoutmark:{", sessions: sessionTable{prefix: "p:session:{"}, ttl: time.Minute}
+	tb.setConn(sessionConn{c: c}, 1, nil)
+	mr.HSet("p:session:{old}", "login", "not a login")
+	for _, key := range []string{"p:session:{none}", "p:session:{old}"} {
+		e, found, ok, err := tb.readSession(context.Background(), key, recordOf(key))
+		if found || !ok || err != nil || e != (sessionEntry{}) {
+			t.Fatalf("%s: read = %+v, %v, %v, %v; want no session", key, e, found, ok, err)
+		}
+	}
+	for i := range tb.sessions.shards {
+		if n := len(tb.sessions.shards[i].m); n != 0 {
+			t.Fatalf("shard %d holds %d sessions", i, n)
+		}
+	}
+}
+
+// TestSessionTable_NotTrackingReadsNothing: without a tracking connection
+// the table neither serves nor reads, and the caller reads otherwise.
+func TestSessionTable_NotTrackingReadsNothing(t *testing.T) {
+	var nilTable *tracker
+	if _, _, ok, _ := nilTable.readSession(context.Background(), "k", recordOf("k")); ok {
+		t.Fatal("a Store without a tracker read a session from it")
+	}
+	nilTable.forgetSession(recordOf("k")) // must not panic
+	tb := &tracker{prefix: "p:logoutmark:{", sessions: sessionTable{prefix: "p:session:{"}, ttl: time.Minute}
+	if _, _, ok, _ := tb.readSession(context.Background(), "k", recordOf("k")); ok {
+		t.Fatal("a table without a connection read a session")
+	}
+}
+
+// TestSessionTable_InvalidationsNameSessions: an invalidation drops the
+// session its key names, and only that one.
+func TestSessionTable_InvalidationsNameSessions(t *testing.T) {
+	tb := &tracker{prefix: "p:logoutmark:{", sessions: sessionTable{prefix: "p:session:{"}, probe: "p:logoutprobe:{x}", ttl: time.Minute}
+	tb.live.Store(true)
+	keys := []string{"p:session:{a}", "p:session:{b}", "p:session:{c}"}
+	for _, k := range keys {
+		tb.sessions.shard(recordOf(k)).put(recordOf(k), sessionEntry{until: time.Now().Add(time.Minute)})
+	}
+	for _, k := range []string{"p:session:{b}", "q:session:{a}", "p:sessions:{c}", "p:session:{z}"} {
+		if tb.forgetKey(k) {
+			t.Errorf("%s taken for the probe", k)
+		}
+	}
+	for _, k := range keys {
+		if _, held := tb.session(recordOf(k)); held == (k == "p:session:{b}") {
+			t.Errorf("%s held: %v after the invalidation", k, held)
+		}
+	}
+}
+
+// TestSessionTable_ASessionLastsTheTTL: a session no invalidation dropped
+// is served for the TTL at most, as a value in the client-side cache is.
+func TestSessionTable_ASessionLastsTheTTL(t *testing.T) {
+	mr, c := miniredisServer(t)
+	tb := &tracker{prefix: "p:logoutmark:{", sessions: sessionTable{prefix: "p:session:{"}, ttl: 20 * time.Millisecond}
+	tb.setConn(sessionConn{c: c}, 1, nil)
+	mr.HSet("p:session:{t}", "login", tableLogin)
+	r := recordOf("p:session:{t}")
+	if _, found, _, _ := tb.readSession(context.Background(), "p:session:{t}", r); !found {
+		t.Fatal("no session read")
+	}
+	if _, held := tb.session(r); !held {
+		t.Fatal("the session read was not stored")
+	}
+	time.Sleep(30 * time.Millisecond)
+	if _, held := tb.session(r); held {
+		t.Fatal("a session served past its TTL")
+	}
+}
+
+// TestSessionTable_AShardHoldsItsShare: a shard that would hold more than
+// its share of sessionTableBytes drops sessions at random, never the one
+// stored last, and counts its bytes right.
+func TestSessionTable_AShardHoldsItsShare(t *testing.T) {
+	var sh sessionShard
+	share := sessionTableBytes / sessionShards
+	big := strings.Repeat("x", share/5)
+	for i := range 100 {
+		r := record{uint64(i), 7}
+		e := sessionEntry{l: login{user: "u"}, recent: big}
+		sh.put(r, e)
+		if _, ok := sh.m[r]; !ok {
+			t.Fatalf("put %d: the session stored last was dropped", i)
+		}
+		sum := 0
+		for _, e := range sh.m {
+			sum += e.size()
+		}
+		if sum != sh.bytes || sh.bytes > share {
+			t.Fatalf("put %d: the shard counts %d bytes, holds %d, share %d", i, sh.bytes, sum, share)
+		}
+	}
+	if n := len(sh.m); n < 3 {
+		t.Fatalf("the shard holds %d sessions of a fifth of its share each; want at least 3", n)
+	}
+	sh.put(record{0, 7}, sessionEntry{recent: "small"})
+	sh.put(record{0, 7}, sessionEntry{recent: "small"}) // replacing counts once
+	sum := 0
+	for _, e := range sh.m {
+		sum += e.size()
+	}
+	if sum != sh.bytes {
+		t.Fatalf("after replacing: the shard counts %d bytes, holds %d", sh.bytes, sum)
+	}
+}

@@ -1,0 +1,123 @@
+package rueidisbackend_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/retailkit/retail/backend/rueidisbackend"
+)
+
+// tableProcesses starts two Stores, A and B, on one real server and
+// prefix, A's client-side cache and table holding values for an hour, and
+// a session of alice's under token that A serves from its table.
+func tableProcesses(t *testing.T, token string) (a, b *rueidisbackend.Store) {
+	tg := targets[1]
+	a, _, prefix := newStoreWith(t, tg, rueidisbackend.Options{CacheTTL: time.Hour})
+	cb, _ := tg.client(t, rueidis.ClientOption{})
+	b = mustNew(t, cb, rueidisbackend.Options{Prefix: prefix})
+	if _, err := b.StartSession(bg, token, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		if user, ok, err := a.CheckToken(bg, token); user != "alice" || !ok || err != nil {
+			t.Fatalf("CheckToken(%q) = %q, %v, %v; want alice's session", token, user, ok, err)
+		}
+		return rueidisbackend.SessionHeld(a, token)
+	})
+	return a, b
+}
+
+// TestSessionTable_HearsAnotherProcess: A serves alice's session from its
+// table; B changes its user, then logs it out, and A follows each. It
+// fails, after 30 s, if the table misses the server's message (it would
+// serve the old session for CacheTTL, an hour).
+func TestSessionTable_HearsAnotherProcess(t *testing.T) {
+	a, b := tableProcesses(t, "tok")
+	if err := b.UpdateToken(bg, "tok", "bob", ""); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	waitFor(t, func() bool {
+		user, ok, err := a.CheckToken(bg, "tok")
+		if !ok || err != nil {
+			t.Fatalf("CheckToken = %v, %v; want a live session", ok, err)
+		}
+		return user == "bob"
+	})
+	t.Logf("A served the new user %v after B's UpdateToken returned", time.Since(start))
+	waitFor(t, func() bool { return rueidisbackend.SessionHeld(a, "tok") })
+	if err := b.Logout(bg, "tok"); err != nil {
+		t.Fatal(err)
+	}
+	ends(t, a, "tok")
+}
+
+// TestSessionTable_ReadsItsOwnWrites: a Store that changes or ends a
+// session its table holds serves the change from the next call on, though
+// the server's message may not have arrived.
+func TestSessionTable_ReadsItsOwnWrites(t *testing.T) {
+	for i := range 20 {
+		a, _ := tableProcesses(t, "tok")
+		switch i % 4 {
+		case 0:
+			if err := a.UpdateToken(bg, "tok", "bob", ""); err != nil {
+				t.Fatal(err)
+			}
+			if user, ok, err := a.CheckToken(bg, "tok"); user != "bob" || !ok || err != nil {
+				t.Fatalf("CheckToken right after UpdateToken = %q, %v, %v; want bob", user, ok, err)
+			}
+		case 1:
+			if user, ok, err := a.RefreshSession(bg, "tok", "kettle"); user != "alice" || !ok || err != nil {
+				t.Fatalf("RefreshSession = %q, %v, %v; want alice", user, ok, err)
+			}
+			if items, err := a.RecentItems(bg, "tok"); err != nil || len(items) != 1 || items[0] != "kettle" {
+				t.Fatalf("RecentItems right after a view = %v, %v; want [kettle]", items, err)
+			}
+		case 2:
+			if err := a.Logout(bg, "tok"); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok, err := a.CheckToken(bg, "tok"); ok || err != nil {
+				t.Fatalf("CheckToken right after Logout = %v, %v; want no session", ok, err)
+			}
+		case 3:
+			if _, err := a.LogoutUser(bg, "alice"); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok, err := a.CheckToken(bg, "tok"); ok || err != nil {
+				t.Fatalf("CheckToken right after LogoutUser = %v, %v; want no session", ok, err)
+			}
+		}
+	}
+}
+
+// TestSessionTable_ABrokenConnectionServesNoSession: once the connection
+// that keeps A's table fresh is killed, A's table serves nothing, a change
+// B makes meanwhile reaches A through the client-side cache, and once A
+// has dialled again its table serves again.
+func TestSessionTable_ABrokenConnectionServesNoSession(t *testing.T) {
+	a, b := tableProcesses(t, "tok")
+	var id int64
+	waitFor(t, func() bool { n, tracking := rueidisbackend.MarkTracking(a); id = n; return tracking })
+	c := newClient(t, rueidis.ClientOption{InitAddress: []string{server.Addr()}, DisableCache: true})
+	if err := c.Do(bg, c.B().ClientKill().Id(id).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { n, tracking := rueidisbackend.MarkTracking(a); return !tracking || n != id })
+	if n, tracking := rueidisbackend.MarkTracking(a); !tracking && rueidisbackend.SessionHeld(a, "tok") {
+		t.Fatal("A's table serves a session while no connection tracks them")
+	} else if tracking && n == id {
+		t.Fatal("the killed connection still tracks")
+	}
+	if err := b.UpdateToken(bg, "tok", "bob", ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		user, ok, err := a.CheckToken(bg, "tok")
+		if !ok || err != nil {
+			t.Fatalf("CheckToken = %v, %v; want a live session", ok, err)
+		}
+		return user == "bob" && rueidisbackend.SessionHeld(a, "tok")
+	})
+}
