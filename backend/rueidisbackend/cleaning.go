@@ -310,8 +310,16 @@ func (s *store) deleteSessions(ctx context.Context, tokens, stamps []string) ([]
 }
 
 // outcomes parses the answers of cleanSessions or cleanSettle for the
-// sessions of tokens, noting the logins deleted.
-func (s *store) outcomes(replies []rueidis.RedisResult, tokens []string) ([]cleanOutcome, error) {
+// sessions of tokens, noting the logins deleted, or, if an answer cannot
+// be read, that every one of them may have changed.
+func (s *store) outcomes(replies []rueidis.RedisResult, tokens []string) (_ []cleanOutcome, err error) {
+	defer func() {
+		if err != nil {
+			for _, t := range tokens {
+				s.sessionWritten(s.k.session(t), false)
+			}
+		}
+	}()
 	out := make([]cleanOutcome, 0, len(tokens))
 	for _, r := range replies {
 		answers, err := r.ToArray()

@@ -90,38 +90,41 @@
 // # Client-side caching and read-your-writes
 //
 // CheckToken, RefreshSession, Cart, Value, RecentItems, Page and Row read
-// through rueidis's DoCache: after the first read a value is served from
-// process memory until the server reports that the key changed. An
-// invalidation travels on the connection that cached the key, so a read
-// right after this process's own write could see the old value: the Store
-// remembers what it wrote and reads such a key from the server until the
-// cache agrees. Writes by other processes reach the cache when their
-// invalidation arrives, within milliseconds on a local network
+// through rueidis's DoCache (sessions' logins and recent items, on a single
+// server, from a table of the Store's own, below): after the first read a
+// value is served from process memory until the server reports that the
+// key changed. An invalidation travels on the connection that cached the
+// key, so a read right after this process's own write could see the old
+// value: the Store remembers what it wrote and reads such a key from the
+// server until the cache agrees. Writes by other processes reach the cache
+// when their invalidation arrives, within milliseconds on a local network
 // (docs/redis-backend.md gives the measurement). Ranks, counts and the
 // indexes are read from the server.
 //
 // On a single server (not through Sentinel), with client-side caching, a
 // Store keeps what every page view reads decoded in tables of its own,
 // which a connection of its own keeps fresh with CLIENT TRACKING BCAST:
-// each session's login and recent items (about 64 MiB of them at most;
-// past that, sessions are dropped at random), and the 1,024 logout marks
-// that every call on a logged-in session reads. A session the table does
-// not hold is read on that connection; one changed by another process
-// stops being served when its invalidation arrives, as a cached value
-// does, and this process's own writes drop it at once. A cached CheckToken
-// then costs about half the CPU it costs through rueidis's cache
-// (docs/performance.md). BCAST tells each Store of every change of a
+// each session's login and recent items (Options.SessionTableBytes of them
+// at most; past that, sessions are dropped at random), and the 1,024
+// logout marks that every call on a logged-in session reads. A session the
+// table does not hold is read on that connection; one changed by another
+// process stops being served when its invalidation arrives, as a cached
+// value does, and this process's own writes drop it at once. A cached
+// CheckToken then costs less than half the CPU it costs through rueidis's
+// cache (docs/performance.md). BCAST tells each Store of every change of a
 // session or a mark, not only of those it read: with N processes a change
-// is sent N times (the server gathers a loop's changes in one message).
-// The Store takes that connection from the client's pool for blocking
-// commands (ClientOption.BlockingPoolSize) and holds it until Close, or
-// until the client is closed; CLIENT LIST names it retail-tracker. Every
-// second it writes and deletes a probe key (retail:logoutprobe:{R}, in one
-// script, so the key is never seen) and stops serving the tables if the
-// connection does not hear of a probe the server took within a second;
-// while the server stalls the tables serve, as the cache does. Without the
-// tables, sessions and marks are read through the client-side cache, or
-// from the server without one.
+// is sent N times (the server gathers an event loop's changes in one
+// message), and an OnInvalidations callback of the client's options, which
+// rueidis gives that connection too, hears of them all. The Store takes
+// that connection from the client's pool for blocking commands
+// (ClientOption.BlockingPoolSize) and holds it until Close, or until the
+// client is closed; CLIENT LIST names it retail-tracker. Every second it
+// writes and deletes a probe key (retail:logoutprobe:{R}, in one script,
+// so the key is never seen) and stops serving the tables if the connection
+// does not hear of a probe the server took within a second; while the
+// server stalls the tables serve, as the cache does. Without the tables,
+// sessions and marks are read through the client-side cache, or from the
+// server without one.
 //
 // # Cleaning, logout and renewal against concurrent requests
 //

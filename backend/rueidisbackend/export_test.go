@@ -161,3 +161,18 @@ func SessionHeld(s *Store, token string) bool {
 	_, ok := s.d.tracker.session(recordOf(s.d.k.session(sessionid.Of(token))))
 	return ok
 }
+
+// SessionStored reports whether s's tracker has token's session in its
+// table, served or not.
+func SessionStored(s *Store, token string) bool {
+	r := recordOf(s.d.k.session(sessionid.Of(token)))
+	sh := s.d.tracker.sessions.shard(r)
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	_, ok := sh.m[r]
+	return ok
+}
+
+// DeafToSessions makes s's tracker leave the server's messages of session
+// changes unheard (see tracker.deaf).
+func DeafToSessions(s *Store) { s.d.tracker.deaf.Store(true) }

@@ -37,13 +37,12 @@ import (
 // the client's connection broke) stops nothing: as the client-side cache
 // serves while its connection lives, the table serves while the tracking
 // connection does. The probe also ends the tracker once the client is
-// closed. A connection
-// whose reads the server refuses (a Valkey replica that redirects them) is
-// dialled again.
+// closed. A connection whose reads the server sends elsewhere (a Valkey
+// replica that redirects them) is dialled again.
 //
 // While the connection is not tracking (before it has started, after it
-// broke) the table serves nothing, and the marks are read through the
-// client-side cache. A broken connection is dialled again, after a pause
+// broke) the tables serve nothing, and the marks and sessions are read
+// through the client-side cache. A broken connection is dialled again, after a pause
 // that grows to maxMarkPause. There is no table with a client without
 // client-side caching (DisableCache, or CacheTTL < 0), on a server that
 // refuses CLIENT TRACKING, where no probe is ever heard, in a cluster,
@@ -62,7 +61,7 @@ type tracker struct {
 	live    atomic.Bool                              // whether conn is set, read without the lock
 
 	mu      sync.Mutex
-	conn    rueidis.DedicatedClient // tracking the marks; nil while not
+	conn    rueidis.DedicatedClient // tracking the marks and sessions; nil while not
 	id      int64                   // conn's CLIENT ID
 	refused chan<- struct{}         // tells the tracker a read on conn was refused
 	// gens counts, for each mark, the changes heard of or made by this
@@ -76,6 +75,10 @@ type tracker struct {
 	// redialHook, if set (by tests), runs before the connection is
 	// dialled again.
 	redialHook func()
+	// deaf, if set (by tests), leaves the server's messages of session
+	// changes unheard, so that only this process's own writes drop its
+	// sessions.
+	deaf atomic.Bool
 }
 
 // markEntry is a mark as the table holds it.
@@ -102,13 +105,14 @@ const (
 )
 
 // newTracker returns the tracker of the marks and sessions under prefix,
-// and starts keeping them fresh over c; close stops it.
-func newTracker(c rueidis.Client, prefix string, ttl time.Duration) *tracker {
+// its table of sessions holding about tableBytes (none if negative), and
+// starts keeping them fresh over c; close stops it.
+func newTracker(c rueidis.Client, prefix string, ttl time.Duration, tableBytes int) *tracker {
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &tracker{
 		prefix:   prefix + "logoutmark:{",
 		probe:    prefix + "logoutprobe:{" + rand.Text() + "}",
-		sessions: sessionTable{prefix: prefix + "session:{"},
+		sessions: newSessionTable(prefix+"session:{", tableBytes),
 		ttl:      ttl,
 		cancel:   cancel,
 		done:     make(chan struct{}),
@@ -130,7 +134,7 @@ func (t *tracker) mark(b int) (at int64, ok bool) {
 	return e.at, true
 }
 
-// read reads bucket b's mark from the server on the tracking connection
+// readMark reads bucket b's mark from the server on the tracking connection
 // and stores it: ok is false if the table is not tracking, or the read
 // failed, and the mark must be read otherwise.
 func (t *tracker) readMark(ctx context.Context, b int) (at int64, ok bool) {
@@ -148,18 +152,32 @@ func (t *tracker) readMark(ctx context.Context, b int) (at int64, ok bool) {
 	case rueidis.IsRedisNil(err):
 		at = noMark
 	case err != nil:
-		if _, ok := rueidis.IsRedisErr(err); ok {
-			select {
-			case refused <- struct{}{}:
-			default:
-			}
-		}
+		refuse(refused, err)
 		return 0, false
 	default:
 		at = parseMark(v)
 	}
 	t.putMark(b, r, at)
 	return at, true
+}
+
+// refuse tells the tracker on refused that the server sent a read on its
+// connection elsewhere (a Valkey replica's REDIRECT, say): the connection
+// is on a server that does not serve the Store's reads, and is dialled
+// again. Other errors (BUSY, a key of the wrong type) fail only the read.
+func refuse(refused chan<- struct{}, err error) {
+	e, ok := rueidis.IsRedisErr(err)
+	if !ok {
+		return
+	}
+	_, redirect := e.IsRedirect()
+	_, moved := e.IsMoved()
+	if redirect || moved {
+		select {
+		case refused <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // parseMark decodes a mark's value. One it cannot read counts as the
@@ -240,7 +258,7 @@ func (t *tracker) forgetKey(key string) (probe bool) {
 	}
 	n, ok := strings.CutPrefix(key, t.prefix)
 	if !ok {
-		if t.sessions.prefix != "" && strings.HasPrefix(key, t.sessions.prefix) {
+		if t.sessions.share > 0 && strings.HasPrefix(key, t.sessions.prefix) && !t.deaf.Load() {
 			t.forgetSession(recordOf(key))
 		}
 		return false
@@ -254,11 +272,11 @@ func (t *tracker) forgetKey(key string) (probe bool) {
 // key is the key of bucket b's mark.
 func (t *tracker) key(b int) string { return t.prefix + itoa(b) + "}" }
 
-// track keeps a connection tracking the marks until ctx ends, dialling it
-// again when it breaks. It gives up, leaving the table empty, with a
-// client without client-side caching, when the server refuses to track,
-// when no connection has heard a probe yet and one goes unheard, and when
-// the client is closed.
+// track keeps a connection tracking the marks and sessions until ctx ends,
+// dialling it again when it breaks. It gives up, leaving the tables empty,
+// with a client without client-side caching, when the server refuses to
+// track, when no connection has heard a probe yet and one goes unheard,
+// and when the client is closed.
 func (t *tracker) track(ctx context.Context, c rueidis.Client) {
 	defer close(t.done)
 	heardOnce := false
@@ -292,7 +310,7 @@ func (t *tracker) track(ctx context.Context, c rueidis.Client) {
 
 // errCannotTrack is a server, or a client, with which the table cannot be
 // kept fresh.
-var errCannotTrack = errors.New("rueidisbackend: the logout marks cannot be tracked")
+var errCannotTrack = errors.New("rueidisbackend: the logout marks and sessions cannot be tracked")
 
 // setupErr is err from a command that sets up the tracking connection: a
 // refusal other than a busy or loading server is errCannotTrack.
@@ -317,9 +335,9 @@ func (t *tracker) caching(ctx context.Context, c rueidis.Client) error {
 	return nil
 }
 
-// serve dials a connection, makes it track the marks and its probe, and
-// serves the table from it until it breaks, a probe goes unheard, a read
-// is refused or ctx ends.
+// serve dials a connection, makes it track the marks, the sessions and
+// its probe, and serves the tables from it until it breaks, a probe goes
+// unheard, a read is refused or ctx ends.
 func (t *tracker) serve(ctx context.Context, c rueidis.Client, heardOnce *bool) error {
 	conn, _ := c.Dedicate()
 	defer conn.Close()           // its tracking must not go back to the pool
@@ -333,10 +351,14 @@ func (t *tracker) serve(ctx context.Context, c rueidis.Client, heardOnce *bool) 
 			}
 		}
 	})
+	prefixes := conn.B().ClientTracking().On().Prefix().Prefix(t.prefix).Prefix(t.probe)
+	if t.sessions.share > 0 {
+		prefixes = prefixes.Prefix(t.sessions.prefix)
+	}
 	for _, cmd := range []rueidis.Completed{
 		conn.B().ClientSetname().ConnectionName("retail-tracker").Build(),
 		conn.B().ClientTracking().Off().Build(), // rueidis turns it on for caching, in another mode
-		conn.B().ClientTracking().On().Prefix().Prefix(t.prefix).Prefix(t.sessions.prefix).Prefix(t.probe).Bcast().Build(),
+		prefixes.Bcast().Build(),
 	} {
 		if err := conn.Do(ctx, cmd).Error(); err != nil {
 			return setupErr(err)
@@ -375,7 +397,7 @@ func (t *tracker) serve(ctx context.Context, c rueidis.Client, heardOnce *bool) 
 }
 
 // errUnheard is a probe the connection did not hear of.
-var errUnheard = errors.New("rueidisbackend: the marks' connection did not hear its probe")
+var errUnheard = errors.New("rueidisbackend: the tracking connection did not hear its probe")
 
 // probeHeard writes the probe key through c, and deletes it, within
 // probeWait, and waits for the tracking connection to hear of it (on

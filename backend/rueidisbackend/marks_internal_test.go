@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/alicebob/miniredis/v2/server"
 	"github.com/redis/rueidis"
 )
 
@@ -94,31 +95,58 @@ func TestMarkTable_AReadTheServerChangedUnderIsNotStored(t *testing.T) {
 	}
 }
 
+// redirectingConn is a tracking connection over c whose reads the server
+// sends elsewhere, as a Valkey replica does (REDIRECT).
+type redirectingConn struct{ fakeConn }
+
+func (f redirectingConn) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	return f.c.Do(ctx, f.c.B().Arbitrary("REDIRECTME").Build())
+}
+
 // TestMarkTable_ARefusedReadRedials: a tracking connection whose reads the
-// server refuses (a replica that redirects them, say) is given up, so that
-// the calls do not all pay for a read that fails.
+// server sends elsewhere (a replica that redirects them, say) is given up,
+// so that the calls do not all pay for a read that fails; any other error
+// (a key of the wrong type here, BUSY, say) fails only its read.
 func TestMarkTable_ARefusedReadRedials(t *testing.T) {
 	mr, c := miniredisServer(t)
-	tb := &tracker{prefix: "p:logoutmark:{", ttl: time.Minute}
-	mr.HSet(tb.key(3), "not", "a string") // GET answers WRONGTYPE
+	if err := mr.Server().Register("REDIRECTME", func(p *server.Peer, _ string, _ []string) {
+		p.WriteError("REDIRECT 127.0.0.1:1")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tb := &tracker{prefix: "p:logoutmark:{", sessions: newSessionTable("p:session:{", DefaultSessionTableBytes), ttl: time.Minute}
 	refused := make(chan struct{}, 1)
+	told := func() bool {
+		select {
+		case <-refused:
+			return true
+		default:
+			return false
+		}
+	}
+	mr.HSet(tb.key(3), "not", "a string") // GET answers WRONGTYPE
+	mr.Set("p:session:{s}", "not a hash") // HMGET answers WRONGTYPE
 	tb.setConn(fakeConn{c: c, tb: tb}, 1, refused)
 	if _, ok := tb.readMark(context.Background(), 3); ok {
-		t.Fatal("a refused read answered")
+		t.Fatal("a read that failed answered")
 	}
-	select {
-	case <-refused:
-	default:
-		t.Fatal("a refused read was not told to the tracker")
+	if _, _, ok, _ := tb.readSession(context.Background(), "p:session:{s}", recordOf("p:session:{s}")); ok {
+		t.Fatal("a session read that failed answered")
 	}
+	if told() {
+		t.Fatal("a key of the wrong type was told to the tracker as a refusal")
+	}
+	tb.setConn(redirectingConn{fakeConn{c: c, tb: tb}}, 1, refused)
+	if _, ok := tb.readMark(context.Background(), 4); ok || !told() {
+		t.Fatal("a redirected mark read answered, or was not told to the tracker")
+	}
+	if _, _, ok, _ := tb.readSession(context.Background(), "p:session:{t}", recordOf("p:session:{t}")); ok || !told() {
+		t.Fatal("a redirected session read answered, or was not told to the tracker")
+	}
+	tb.setConn(fakeConn{c: c, tb: tb}, 1, refused)
 	mr.Set(tb.key(4), "9")
-	if at, ok := tb.readMark(context.Background(), 4); !ok || at != 9 {
-		t.Fatalf("read = %d, %v; want 9, true", at, ok)
-	}
-	select {
-	case <-refused:
-		t.Fatal("a read that was answered was told as refused")
-	default:
+	if at, ok := tb.readMark(context.Background(), 4); !ok || at != 9 || told() {
+		t.Fatalf("read = %d, %v; want 9, true, and nothing told", at, ok)
 	}
 }
 

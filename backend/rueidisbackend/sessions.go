@@ -67,6 +67,7 @@ func (s *store) start(ctx context.Context, token, user, seen, login string, fiel
 	args := append(s.sessionArgs(s.nowMs(), token, seen, login), fields...)
 	res, err := s.do(ctx, s.scriptCall(startSession, keys, args))[0].ToArray()
 	if err != nil {
+		s.sessionWritten(key, false) // the script may have run all the same
 		return 0, "", err
 	}
 	st, err := status(res)
@@ -78,6 +79,7 @@ func (s *store) start(ctx context.Context, token, user, seen, login string, fiel
 			return driver.Exists, "", err
 		}
 		if res, err = s.do(ctx, s.scriptCall(startSession, keys, args))[0].ToArray(); err != nil {
+			s.sessionWritten(key, false)
 			return 0, "", err
 		}
 		st, err = status(res)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/redis/rueidis"
 )
 
 // On a single server the tracker (see marks.go) keeps the sessions' logins
@@ -25,21 +23,30 @@ import (
 // client-side cache. Sessions that are absent are not stored: a flood of
 // made-up tokens costs a round trip each and fills nothing.
 //
-// The table holds about sessionTableBytes; past that, storing a session
-// drops others of its shard at random.
+// The table holds about Options.SessionTableBytes; past that, storing a
+// session drops others of its shard at random.
 
 // sessionTable holds the decoded sessions of a Store on a single server.
 type sessionTable struct {
 	prefix string // of the sessions' keys
+	share  int    // the bytes a shard may hold; 0: the table holds nothing
 	shards [sessionShards]sessionShard
 }
 
+// newSessionTable returns a table of the sessions whose keys start with
+// prefix that holds about bytes, or nothing if bytes is not positive.
+func newSessionTable(prefix string, bytes int) sessionTable {
+	return sessionTable{prefix: prefix, share: max(bytes, 0) / sessionShards}
+}
+
 const (
-	sessionShards     = 256
-	sessionTableBytes = 64 << 20
+	sessionShards = 256
 	// sessionEntryBytes is about what an entry costs besides its strings'
-	// bytes: the map's slot, the record, the strings' headers.
-	sessionEntryBytes = 160
+	// bytes (the login's, which user and cstamp keep whole, and the recent
+	// items'): the map's slot and its share of a map that deletes have
+	// grown (measured: up to 410 B a session with a short login and no
+	// recent items).
+	sessionEntryBytes = 360
 )
 
 type sessionShard struct {
@@ -57,10 +64,7 @@ type sessionEntry struct {
 	l      login
 	recent string
 	until  time.Time // when it stops being served
-}
-
-func (e sessionEntry) size() int {
-	return sessionEntryBytes + len(e.l.user) + len(e.l.cstamp) + len(e.recent)
+	bytes  int       // about what it costs in memory
 }
 
 func (t *sessionTable) shard(r record) *sessionShard {
@@ -69,7 +73,7 @@ func (t *sessionTable) shard(r record) *sessionShard {
 
 // session returns the session whose key r names if the table holds it.
 func (t *tracker) session(r record) (sessionEntry, bool) {
-	if t == nil || !t.live.Load() {
+	if t == nil || t.sessions.share == 0 || !t.live.Load() {
 		return sessionEntry{}, false
 	}
 	sh := t.sessions.shard(r)
@@ -88,7 +92,7 @@ func (t *tracker) session(r record) (sessionEntry, bool) {
 // table is not tracking or the read failed, and the session must be read
 // otherwise.
 func (t *tracker) readSession(ctx context.Context, key string, r record) (e sessionEntry, found, ok bool, err error) {
-	if t == nil || !t.live.Load() {
+	if t == nil || t.sessions.share == 0 || !t.live.Load() {
 		return sessionEntry{}, false, false, nil
 	}
 	sh := t.sessions.shard(r)
@@ -109,12 +113,7 @@ func (t *tracker) readSession(ctx context.Context, key string, r record) (e sess
 		if ctx.Err() != nil {
 			return sessionEntry{}, false, true, ctx.Err()
 		}
-		if _, isRedis := rueidis.IsRedisErr(err); isRedis {
-			select {
-			case refused <- struct{}{}:
-			default:
-			}
-		}
+		refuse(refused, err)
 		return sessionEntry{}, false, false, nil
 	}
 	v, has, err := optString(f[0])
@@ -127,33 +126,34 @@ func (t *tracker) readSession(ctx context.Context, key string, r record) (e sess
 	if e.recent, _, err = optString(f[1]); err != nil {
 		return sessionEntry{}, false, true, err
 	}
+	e.bytes = sessionEntryBytes + len(v) + len(e.recent)
 	e.until = time.Now().Add(t.ttl)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.gen == gen {
-		sh.put(r, e)
+		sh.put(r, e, t.sessions.share)
 	}
 	return e, true, true, nil
 }
 
-// put stores e under r, dropping entries at random while the shard holds
-// more than its share of sessionTableBytes.
-func (sh *sessionShard) put(r record, e sessionEntry) {
+// put stores e under r, dropping other entries at random while the shard
+// holds more than share bytes.
+func (sh *sessionShard) put(r record, e sessionEntry, share int) {
 	if sh.m == nil {
 		sh.m = make(map[record]sessionEntry)
 	}
 	if old, ok := sh.m[r]; ok {
-		sh.bytes -= old.size()
+		sh.bytes -= old.bytes
 	}
 	sh.m[r] = e
-	sh.bytes += e.size()
+	sh.bytes += e.bytes
 	for k, old := range sh.m { // a map's order is random
-		if sh.bytes <= sessionTableBytes/sessionShards {
+		if sh.bytes <= share {
 			break
 		}
 		if k != r {
 			delete(sh.m, k)
-			sh.bytes -= old.size()
+			sh.bytes -= old.bytes
 		}
 	}
 }
@@ -171,7 +171,7 @@ func (t *tracker) forgetSession(r record) {
 	sh.gen++
 	if old, ok := sh.m[r]; ok {
 		delete(sh.m, r)
-		sh.bytes -= old.size()
+		sh.bytes -= old.bytes
 	}
 }
 

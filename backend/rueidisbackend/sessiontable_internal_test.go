@@ -2,7 +2,6 @@ package rueidisbackend
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -36,7 +35,7 @@ const tableLogin = "1767366000000 1767367800000 alice"
 // stored; one read undisturbed is, and any of the changes drops it.
 func TestSessionTable_AReadBegunBeforeAChangeIsNotStored(t *testing.T) {
 	mr, c := miniredisServer(t)
-	tb := &tracker{prefix: "p:logoutmark:{", sessions: sessionTable{prefix: "p:session:{"}, ttl: time.Minute}
+	tb := &tracker{prefix: "p:logoutmark:{", sessions: newSessionTable("p:session:{", DefaultSessionTableBytes), ttl: time.Minute}
 	key := "p:session:{t1}"
 	r := recordOf(key)
 	mr.HSet(key, "login", tableLogin, "recent", "a b")
@@ -79,7 +78,7 @@ func TestSessionTable_AReadBegunBeforeAChangeIsNotStored(t *testing.T) {
 // so that made-up tokens fill nothing.
 func TestSessionTable_AbsentSessionsAreNotStored(t *testing.T) {
 	mr, c := miniredisServer(t)
-	tb := &tracker{prefix: "p:logoutmark:{", sessions: sessionTable{prefix: "p:session:{"}, ttl: time.Minute}
+	tb := &tracker{prefix: "p:logoutmark:{", sessions: newSessionTable("p:session:{", DefaultSessionTableBytes), ttl: time.Minute}
 	tb.setConn(sessionConn{c: c}, 1, nil)
 	mr.HSet("p:session:{old}", "login", "not a login")
 	for _, key := range []string{"p:session:{none}", "p:session:{old}"} {
@@ -103,7 +102,7 @@ func TestSessionTable_NotTrackingReadsNothing(t *testing.T) {
 		t.Fatal("a Store without a tracker read a session from it")
 	}
 	nilTable.forgetSession(recordOf("k")) // must not panic
-	tb := &tracker{prefix: "p:logoutmark:{", sessions: sessionTable{prefix: "p:session:{"}, ttl: time.Minute}
+	tb := &tracker{prefix: "p:logoutmark:{", sessions: newSessionTable("p:session:{", DefaultSessionTableBytes), ttl: time.Minute}
 	if _, _, ok, _ := tb.readSession(context.Background(), "k", recordOf("k")); ok {
 		t.Fatal("a table without a connection read a session")
 	}
@@ -112,11 +111,11 @@ func TestSessionTable_NotTrackingReadsNothing(t *testing.T) {
 // TestSessionTable_InvalidationsNameSessions: an invalidation drops the
 // session its key names, and only that one.
 func TestSessionTable_InvalidationsNameSessions(t *testing.T) {
-	tb := &tracker{prefix: "p:logoutmark:{", sessions: sessionTable{prefix: "p:session:{"}, probe: "p:logoutprobe:{x}", ttl: time.Minute}
+	tb := &tracker{prefix: "p:logoutmark:{", sessions: newSessionTable("p:session:{", DefaultSessionTableBytes), probe: "p:logoutprobe:{x}", ttl: time.Minute}
 	tb.live.Store(true)
 	keys := []string{"p:session:{a}", "p:session:{b}", "p:session:{c}"}
 	for _, k := range keys {
-		tb.sessions.shard(recordOf(k)).put(recordOf(k), sessionEntry{until: time.Now().Add(time.Minute)})
+		tb.sessions.shard(recordOf(k)).put(recordOf(k), sessionEntry{until: time.Now().Add(time.Minute)}, tb.sessions.share)
 	}
 	for _, k := range []string{"p:session:{b}", "q:session:{a}", "p:sessions:{c}", "p:session:{z}"} {
 		if tb.forgetKey(k) {
@@ -134,7 +133,7 @@ func TestSessionTable_InvalidationsNameSessions(t *testing.T) {
 // is served for the TTL at most, as a value in the client-side cache is.
 func TestSessionTable_ASessionLastsTheTTL(t *testing.T) {
 	mr, c := miniredisServer(t)
-	tb := &tracker{prefix: "p:logoutmark:{", sessions: sessionTable{prefix: "p:session:{"}, ttl: 20 * time.Millisecond}
+	tb := &tracker{prefix: "p:logoutmark:{", sessions: newSessionTable("p:session:{", DefaultSessionTableBytes), ttl: 20 * time.Millisecond}
 	tb.setConn(sessionConn{c: c}, 1, nil)
 	mr.HSet("p:session:{t}", "login", tableLogin)
 	r := recordOf("p:session:{t}")
@@ -151,37 +150,61 @@ func TestSessionTable_ASessionLastsTheTTL(t *testing.T) {
 }
 
 // TestSessionTable_AShardHoldsItsShare: a shard that would hold more than
-// its share of sessionTableBytes drops sessions at random, never the one
-// stored last, and counts its bytes right.
+// its share drops sessions at random, never the one stored last, and
+// counts its bytes right.
 func TestSessionTable_AShardHoldsItsShare(t *testing.T) {
 	var sh sessionShard
-	share := sessionTableBytes / sessionShards
-	big := strings.Repeat("x", share/5)
+	const share = 1 << 16
+	held := func() (sum int) {
+		for _, e := range sh.m {
+			sum += e.bytes
+		}
+		return sum
+	}
 	for i := range 100 {
 		r := record{uint64(i), 7}
-		e := sessionEntry{l: login{user: "u"}, recent: big}
-		sh.put(r, e)
+		sh.put(r, sessionEntry{l: login{user: "u"}, bytes: share / 5}, share)
 		if _, ok := sh.m[r]; !ok {
 			t.Fatalf("put %d: the session stored last was dropped", i)
 		}
-		sum := 0
-		for _, e := range sh.m {
-			sum += e.size()
-		}
-		if sum != sh.bytes || sh.bytes > share {
+		if sum := held(); sum != sh.bytes || sh.bytes > share {
 			t.Fatalf("put %d: the shard counts %d bytes, holds %d, share %d", i, sh.bytes, sum, share)
 		}
 	}
 	if n := len(sh.m); n < 3 {
 		t.Fatalf("the shard holds %d sessions of a fifth of its share each; want at least 3", n)
 	}
-	sh.put(record{0, 7}, sessionEntry{recent: "small"})
-	sh.put(record{0, 7}, sessionEntry{recent: "small"}) // replacing counts once
-	sum := 0
-	for _, e := range sh.m {
-		sum += e.size()
-	}
-	if sum != sh.bytes {
+	sh.put(record{0, 7}, sessionEntry{bytes: 10}, share)
+	sh.put(record{0, 7}, sessionEntry{bytes: 10}, share) // replacing counts once
+	if sum := held(); sum != sh.bytes {
 		t.Fatalf("after replacing: the shard counts %d bytes, holds %d", sh.bytes, sum)
+	}
+}
+
+// TestSessionTable_AnEntryCountsItsStrings: a session read counts its
+// login's and recent items' bytes besides sessionEntryBytes.
+func TestSessionTable_AnEntryCountsItsStrings(t *testing.T) {
+	mr, c := miniredisServer(t)
+	tb := &tracker{prefix: "p:logoutmark:{", sessions: newSessionTable("p:session:{", DefaultSessionTableBytes), ttl: time.Minute}
+	tb.setConn(sessionConn{c: c}, 1, nil)
+	mr.HSet("p:session:{t}", "login", tableLogin, "recent", "kettle teapot")
+	e, found, _, err := tb.readSession(context.Background(), "p:session:{t}", recordOf("p:session:{t}"))
+	if !found || err != nil {
+		t.Fatalf("read = %v, %v; want a session", found, err)
+	}
+	if want := sessionEntryBytes + len(tableLogin) + len("kettle teapot"); e.bytes != want {
+		t.Fatalf("the entry counts %d bytes, want %d", e.bytes, want)
+	}
+}
+
+// TestSessionTable_Off: with a negative SessionTableBytes the table holds
+// nothing and reads nothing.
+func TestSessionTable_Off(t *testing.T) {
+	mr, c := miniredisServer(t)
+	tb := &tracker{prefix: "p:logoutmark:{", sessions: newSessionTable("p:session:{", -1), ttl: time.Minute}
+	tb.setConn(sessionConn{c: c}, 1, nil)
+	mr.HSet("p:session:{t}", "login", tableLogin)
+	if _, _, ok, _ := tb.readSession(context.Background(), "p:session:{t}", recordOf("p:session:{t}")); ok {
+		t.Fatal("a table that is off read a session")
 	}
 }

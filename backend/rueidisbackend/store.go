@@ -1,6 +1,7 @@
 package rueidisbackend
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -26,6 +27,9 @@ const (
 	// session it holds ended by the Store's clock: a memory safety net (see
 	// Options.TTLSlack).
 	DefaultTTLSlack = time.Minute
+	// DefaultSessionTableBytes bounds the memory of a Store's table of
+	// sessions (see Options.SessionTableBytes).
+	DefaultSessionTableBytes = 128 << 20
 )
 
 // Options configures a Store. The zero value is the book's configuration.
@@ -98,6 +102,15 @@ type Options struct {
 	// holds when logins run at once). 0 is no limit; it must not be
 	// negative.
 	MaxSessionsPerUser int
+
+	// SessionTableBytes bounds, roughly, the memory of the table in which a
+	// Store on a single server keeps sessions' logins and recent items
+	// decoded (see "Client-side caching and read-your-writes" in the
+	// package doc): DefaultSessionTableBytes if zero, about 300,000
+	// sessions with few recent items. Past it, storing a session drops
+	// others at random. Negative keeps no table, and sessions are read
+	// through the client-side cache, as in a cluster.
+	SessionTableBytes int
 }
 
 // Store is a retail.Store on Redis through rueidis. Create one with New; it
@@ -211,7 +224,7 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 		d.batches.update = newBatcher(d, updateToken)
 		d.batches.cart = newBatcher(d, cartWrite)
 		if d.cacheTTL > 0 && c.Mode() == rueidis.ClientModeStandalone {
-			d.tracker = newTracker(c, opts.Prefix, d.cacheTTL)
+			d.tracker = newTracker(c, opts.Prefix, d.cacheTTL, cmp.Or(opts.SessionTableBytes, DefaultSessionTableBytes))
 		}
 	}
 	return &Store{Store: retail.NewStoreWith(d, retail.StoreOptions{
