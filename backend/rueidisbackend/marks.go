@@ -47,7 +47,8 @@ import (
 // client-side caching (DisableCache, or CacheTTL < 0), on a server that
 // refuses CLIENT TRACKING, where no probe is ever heard, in a cluster,
 // whose marks live on every master, and with Sentinel, whose clients move
-// to a new master without the connections they lent.
+// to a new master without the connections they lent; there is no table of
+// sessions with a negative Options.SessionTableBytes either.
 
 // tracker holds the decoded logout marks and sessions of a Store on a
 // single server, and the connection that keeps them fresh.
@@ -63,7 +64,7 @@ type tracker struct {
 	mu      sync.Mutex
 	conn    rueidis.DedicatedClient // tracking the marks and sessions; nil while not
 	id      int64                   // conn's CLIENT ID
-	refused chan<- struct{}         // tells the tracker a read on conn was refused
+	refused chan<- struct{}         // tells the tracker a read on conn was sent elsewhere (see refuse)
 	// gens counts, for each mark, the changes heard of or made by this
 	// process, the flushes, and the times tracking started or stopped: a
 	// mark read before its count moved is not stored (see put).
@@ -105,7 +106,7 @@ const (
 )
 
 // newTracker returns the tracker of the marks and sessions under prefix,
-// its table of sessions holding about tableBytes (none if negative), and
+// its table of sessions holding about tableBytes (none unless positive), and
 // starts keeping them fresh over c; close stops it.
 func newTracker(c rueidis.Client, prefix string, ttl time.Duration, tableBytes int) *tracker {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -121,7 +122,7 @@ func newTracker(c rueidis.Client, prefix string, ttl time.Duration, tableBytes i
 	return t
 }
 
-// get returns bucket b's mark if the table holds it: ok is false if it
+// mark returns bucket b's mark if the table holds it: ok is false if it
 // does not, and the mark must be read.
 func (t *tracker) mark(b int) (at int64, ok bool) {
 	if t == nil {
@@ -191,8 +192,8 @@ func parseMark(v string) int64 {
 	return at
 }
 
-// put stores bucket b's mark at, read under r, unless the mark changed or
-// tracking started or stopped since r.
+// putMark stores bucket b's mark at, read under r, unless the mark changed
+// or tracking started or stopped since r.
 func (t *tracker) putMark(b int, r markRead, at int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -201,7 +202,7 @@ func (t *tracker) putMark(b int, r markRead, at int64) {
 	}
 }
 
-// forget drops bucket b's mark, and keeps a read begun before from
+// forgetMark drops bucket b's mark, and keeps a read begun before from
 // storing it: this process changed the mark, or the server said it changed.
 func (t *tracker) forgetMark(b int) {
 	if t == nil {
@@ -214,8 +215,8 @@ func (t *tracker) forgetMark(b int) {
 }
 
 // setConn makes conn, whose CLIENT ID is id, the tracking connection (nil
-// when tracking stops), and drops every mark; a read that conn refuses is
-// told on refused.
+// when tracking stops), and drops every mark and session; a read that the
+// server sends elsewhere is told on refused (see refuse).
 func (t *tracker) setConn(conn rueidis.DedicatedClient, id int64, refused chan<- struct{}) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

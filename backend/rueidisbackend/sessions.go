@@ -12,10 +12,11 @@ import (
 	"github.com/retailkit/retail/internal/settings"
 )
 
-// CheckToken implements driver.Store, reading the session through the
-// client-side cache: while the coarse deadline its login holds lies ahead,
-// the session is surely live (its lifetime permitting) and no round trip
-// is made; past it, the exact last-seen time is read from the server.
+// CheckToken implements driver.Store, reading the session from process
+// memory (see cachedSession): while the coarse deadline its login holds
+// lies ahead, the session is surely live (its lifetime permitting) and no
+// round trip is made; past it, the exact last-seen time is read from the
+// server.
 func (s *store) CheckToken(ctx context.Context, token string) (string, bool, error) {
 	l, _, live, err := s.liveSession(ctx, token, s.k.session(token))
 	return l.user, live, err
@@ -112,8 +113,8 @@ var refreshSrc string
 var refreshSession = sessionScript(refreshSrc)
 
 // RefreshSession implements driver.Store. A visit that the script would
-// write nothing for (see quiet) is answered from the client-side cache,
-// without a round trip. Otherwise it is one script; on a single server
+// write nothing for (see quiet) is answered from process memory (see
+// cachedSession), without a round trip. Otherwise it is one script; on a single server
 // that writes the index entry too when it moves, in a cluster the index
 // lives on another slot, and is written in a second round trip, made only
 // when the entry moves.

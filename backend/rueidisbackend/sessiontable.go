@@ -34,9 +34,10 @@ type sessionTable struct {
 }
 
 // newSessionTable returns a table of the sessions whose keys start with
-// prefix that holds about bytes, or nothing if bytes is not positive.
+// prefix that holds about bytes (one session a shard at least), or nothing
+// if bytes is not positive.
 func newSessionTable(prefix string, bytes int) sessionTable {
-	return sessionTable{prefix: prefix, share: max(bytes, 0) / sessionShards}
+	return sessionTable{prefix: prefix, share: (max(bytes, 0) + sessionShards - 1) / sessionShards}
 }
 
 const (
@@ -89,8 +90,8 @@ func (t *tracker) session(r record) (sessionEntry, bool) {
 // readSession reads the session in key, which r names, from the server on
 // the tracking connection, and stores it if its shard heard of no change
 // meanwhile: found is false if there is no session, ok is false if the
-// table is not tracking or the read failed, and the session must be read
-// otherwise.
+// table is off or not tracking, or the read failed, and the session must be
+// read otherwise.
 func (t *tracker) readSession(ctx context.Context, key string, r record) (e sessionEntry, found, ok bool, err error) {
 	if t == nil || t.sessions.share == 0 || !t.live.Load() {
 		return sessionEntry{}, false, false, nil
@@ -162,7 +163,7 @@ func (sh *sessionShard) put(r record, e sessionEntry, share int) {
 // from storing it: this process changed the session, or the server said
 // it changed.
 func (t *tracker) forgetSession(r record) {
-	if t == nil {
+	if t == nil || t.sessions.share == 0 {
 		return
 	}
 	sh := t.sessions.shard(r)
@@ -178,6 +179,9 @@ func (t *tracker) forgetSession(r record) {
 // forgetAll drops every session, and keeps every read begun before from
 // storing one.
 func (t *sessionTable) forgetAll() {
+	if t.share == 0 {
+		return
+	}
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()

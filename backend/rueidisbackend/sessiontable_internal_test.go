@@ -208,3 +208,13 @@ func TestSessionTable_Off(t *testing.T) {
 		t.Fatal("a table that is off read a session")
 	}
 }
+
+// TestSessionTable_SmallTables: a table of a few bytes holds a session a
+// shard, not none; one of no bytes holds none.
+func TestSessionTable_SmallTables(t *testing.T) {
+	for _, tc := range []struct{ bytes, share int }{{-1, 0}, {0, 0}, {1, 1}, {255, 1}, {256, 1}, {257, 2}, {DefaultSessionTableBytes, DefaultSessionTableBytes / sessionShards}} {
+		if got := newSessionTable("p:", tc.bytes).share; got != tc.share {
+			t.Errorf("newSessionTable(%d).share = %d, want %d", tc.bytes, got, tc.share)
+		}
+	}
+}

@@ -179,3 +179,43 @@ func TestSessionTable_ALostReplyDropsTheSession(t *testing.T) {
 		t.Fatalf("CheckToken after the lost login = %q, %v, %v; want bob's session", user, ok, err)
 	}
 }
+
+// TestSessionTable_ALostCleaningReplyDropsTheSessions: a cleaning pass
+// whose reply is lost, though the server deleted the sessions, drops them
+// from the table: the next CheckToken of one of them finds none. The Store
+// is deaf to the server's messages, which would drop them a little later.
+func TestSessionTable_ALostCleaningReplyDropsTheSessions(t *testing.T) {
+	c, prefix := targets[1].client(t, rueidis.ClientOption{})
+	l := &lostReplyClient{Client: c}
+	clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
+	a := mustNew(t, l, rueidisbackend.Options{Prefix: prefix, Clock: clock, CacheTTL: time.Hour})
+	for _, token := range []string{"first", "old", "new"} {
+		if _, err := a.StartSession(bg, token, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Millisecond)
+	}
+	// A first pass loads the cleaning scripts: a reply lost later must
+	// not hide a NOSCRIPT, after which nothing would run.
+	if n, err := a.CleanSessions(bg, 2, 10); n != 1 || err != nil {
+		t.Fatalf("CleanSessions(keep 2) = %d, %v; want 1 (first)", n, err)
+	}
+	waitFor(t, func() bool {
+		if _, ok, err := a.CheckToken(bg, "old"); !ok || err != nil {
+			t.Fatalf("CheckToken(old) = %v, %v; want a live session", ok, err)
+		}
+		return rueidisbackend.SessionHeld(a, "old")
+	})
+	rueidisbackend.DeafToSessions(a)
+	key := sessionKey(prefix, retail.SessionID("old"))
+	l.key.Store(&key)
+	if _, err := a.CleanSessions(bg, 1, 10); err == nil {
+		t.Fatal("CleanSessions whose reply was lost returned no error")
+	}
+	if l.key.Load() != nil {
+		t.Fatal("no round trip named the old session: nothing was lost")
+	}
+	if _, ok, err := a.CheckToken(bg, "old"); ok || err != nil {
+		t.Fatalf("CheckToken(old) after the lost cleaning = %v, %v; want no session", ok, err)
+	}
+}

@@ -268,8 +268,8 @@ func (s *store) sessionHolds(key string, view []rueidis.RedisMessage, wrote bool
 }
 
 // liveSession reports whether token's session, in key, is live, and
-// returns its login and recent items, read through the client-side cache
-// (see stillLive).
+// returns its login and recent items, read from process memory (see
+// cachedSession and stillLive).
 func (s *store) liveSession(ctx context.Context, token, key string) (l login, recent string, live bool, err error) {
 	l, recent, found, err := s.cachedSession(ctx, key)
 	if !found || err != nil {

@@ -108,14 +108,16 @@ type Options struct {
 	// decoded (see "Client-side caching and read-your-writes" in the
 	// package doc): DefaultSessionTableBytes if zero, about 300,000
 	// sessions with few recent items. Past it, storing a session drops
-	// others at random. Negative keeps no table, and sessions are read
-	// through the client-side cache, as in a cluster.
+	// others at random; the table holds 256 sessions at least. Negative
+	// keeps no table, and sessions are read through the client-side cache,
+	// as in a cluster.
 	SessionTableBytes int
 }
 
 // Store is a retail.Store on Redis through rueidis. Create one with New; it
 // is safe for concurrent use. Its Stats report the client-side cache's hits
-// and misses (ClientCacheHits, ClientCacheMisses).
+// and misses (ClientCacheHits, ClientCacheMisses), the tables' of sessions
+// and logout marks among them.
 type Store struct {
 	retail.Store
 	d *store
