@@ -313,3 +313,67 @@ func waitFor(t *testing.T, what string, done func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestShop_TwoProcessesOnRedis runs two shop processes on one private
+// redis-server, each with a Store of its own (client-side caching, and the
+// tables that keep sessions and logout marks decoded, through
+// backends.Open), as behind a load balancer that sends a visitor's
+// requests to either. A cart filled on one is shown by the other; a device
+// that logs out the user's other devices on one ends a device the other
+// serves; a logout on one ends the session on the other, whose cookie the
+// visitor still sends there. Each must show within waitLimit: a process
+// that missed the server's message would serve what it held for CacheTTL
+// (a minute).
+func TestShop_TwoProcessesOnRedis(t *testing.T) {
+	srv, err := redistest.StartServer()
+	if err != nil {
+		redistest.Skip(t, "no Redis server: "+err.Error())
+	}
+	t.Cleanup(func() { srv.Close() })
+	prefix := uniquePrefix()
+	open := func() *testShop {
+		store, _, closeStore, err := backends.Open([]string{srv.Addr()}, backends.Options{Prefix: prefix})
+		if err != nil {
+			t.Fatalf("backends.Open(%s) = %v", srv.Addr(), err)
+		}
+		t.Cleanup(closeStore)
+		return newTestShopOn(t, store, shopOptions{})
+	}
+	a, b := open(), open()
+	shows := func(v *visitor, user string, cart []string) func() bool {
+		return func() bool {
+			p := v.get("/cart")
+			return loggedInAs(p) == user && cmp.Equal(cart, linksIn(p, "cart"))
+		}
+	}
+
+	phone := a.visitor()
+	phone.login("alice")
+	phone.get("/cart") // A holds the session now
+	cookie, ok := phone.sessionCookie()
+	if !ok {
+		t.Fatal("no session cookie after the login")
+	}
+	phoneOnB := b.replayCookie(cookie)
+	waitFor(t, "B to show alice's empty cart", shows(phoneOnB, "alice", nil))
+	phone.addToCart("kettle", "2")
+	start := time.Now()
+	waitFor(t, "B to show the kettle A put in the cart", shows(phoneOnB, "alice", []string{"Electric kettle"}))
+	t.Logf("B showed the cart line %v after A's answer", time.Since(start))
+
+	laptop := b.visitor()
+	laptop.login("alice")
+	laptop.get("/cart") // B holds the laptop's session
+	if p := phone.post("/devices/end-others", nil); p.status != http.StatusOK {
+		t.Fatalf("POST /devices/end-others on A: status %d", p.status)
+	}
+	waitFor(t, "B to end the laptop's session", shows(laptop, "", nil))
+	waitFor(t, "B to go on serving the phone", shows(phoneOnB, "alice", []string{"Electric kettle"}))
+
+	if p := phoneOnB.post("/logout", nil); loggedInAs(p) != "" {
+		t.Fatalf("after POST /logout on B: logged in as %q", loggedInAs(p))
+	}
+	start = time.Now()
+	waitFor(t, "A to end the session B logged out", shows(phone, "", nil))
+	t.Logf("A showed the phone logged out %v after B's answer", time.Since(start))
+}
