@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -114,10 +115,22 @@ func (b *browser) back(name, path string) shown {
 		at = fmt.Sprintf(`location.href !== %q`, from)
 	}
 	fresh := `!window.__persisted && !(n => n && n.type === "back_forward" && n.transferSize === 0)(performance.getEntriesByType("navigation")[0])`
-	b.step(name,
+	ctx, cancel := context.WithTimeout(b.ctx, stepLimit)
+	defer cancel()
+	if err := chromedp.Do(ctx,
 		chromedp.Evaluate[chromedp.Void](`history.back()`),
 		waitJS(fmt.Sprintf(`(window.__shown || 0) > %d && %s && %s`, before, at, fresh)),
-	)
+	); err != nil {
+		// Say which page the tab shows, and how it came, not only that
+		// the wait ran out.
+		var raw string
+		sctx, scancel := context.WithTimeout(b.ctx, 10*time.Second)
+		defer scancel()
+		if serr := chromedp.Do(sctx, into(chromedp.Evaluate[string](shownJS), &raw)); serr != nil {
+			raw = "unknown: " + serr.Error()
+		}
+		b.fail(name, fmt.Errorf("%w; the tab shows %s (pages shown before the back: %d)", err, raw, before))
+	}
 	return b.now(name)
 }
 
