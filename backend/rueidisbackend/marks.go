@@ -42,13 +42,14 @@ import (
 //
 // While the connection is not tracking (before it has started, after it
 // broke) the tables serve nothing, and the marks and sessions are read
-// through the client-side cache. A broken connection is dialled again, after a pause
-// that grows to maxMarkPause. There is no table with a client without
-// client-side caching (DisableCache, or CacheTTL < 0), on a server that
-// refuses CLIENT TRACKING, where no probe is ever heard, in a cluster,
-// whose marks live on every master, and with Sentinel, whose clients move
-// to a new master without the connections they lent; there is no table of
-// sessions with a negative Options.SessionTableBytes either.
+// through the client-side cache. A broken connection is dialled again,
+// after a pause that grows to maxMarkPause. There are no tables with a
+// client without client-side caching (DisableCache, or CacheTTL < 0), on
+// a server that refuses CLIENT TRACKING, where no probe is ever heard, in
+// a cluster, whose marks live on every master, and with Sentinel, whose
+// clients move to a new master without the connections they lent; there
+// is no table of sessions with a negative Options.SessionTableBytes
+// either.
 
 // tracker holds the decoded logout marks and sessions of a Store on a
 // single server, and the connection that keeps them fresh.
@@ -67,7 +68,7 @@ type tracker struct {
 	refused chan<- struct{}         // tells the tracker a read on conn was sent elsewhere (see refuse)
 	// gens counts, for each mark, the changes heard of or made by this
 	// process, the flushes, and the times tracking started or stopped: a
-	// mark read before its count moved is not stored (see put).
+	// mark read before its count moved is not stored (see putMark).
 	gens [logoutBuckets]uint64
 
 	cancel context.CancelFunc
@@ -106,8 +107,8 @@ const (
 )
 
 // newTracker returns the tracker of the marks and sessions under prefix,
-// its table of sessions holding about tableBytes (none unless positive), and
-// starts keeping them fresh over c; close stops it.
+// its table of sessions holding about tableBytes (none unless positive),
+// and starts keeping them fresh over c; close stops it.
 func newTracker(c rueidis.Client, prefix string, ttl time.Duration, tableBytes int) *tracker {
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &tracker{
