@@ -41,22 +41,22 @@ func TestMarkTable_AReadBegunBeforeAChangeIsNotStored(t *testing.T) {
 	}
 }
 
-// fakeConn is a tracking connection over c; with midway set, the
-// server's invalidation of mark 3 arrives while a read is on its way, so
-// that the reply is the value from before the change.
+// fakeConn is a tracking connection over c; midway, if set, runs once the
+// server has answered a read, before the reply is returned: a change heard
+// while the read was on its way, so that the reply is the value from
+// before it.
 type fakeConn struct {
 	rueidis.DedicatedClient
 	c      rueidis.Client
-	tb     *tracker
-	midway bool
+	midway func()
 }
 
 func (f fakeConn) B() rueidis.Builder { return f.c.B() }
 
 func (f fakeConn) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
 	r := f.c.Do(ctx, cmd)
-	if f.midway {
-		f.tb.forgetKey(f.tb.key(3))
+	if f.midway != nil {
+		f.midway()
 	}
 	return r
 }
@@ -79,14 +79,14 @@ func TestMarkTable_AReadTheServerChangedUnderIsNotStored(t *testing.T) {
 	mr, c := miniredisServer(t)
 	tb := &tracker{prefix: "p:logoutmark:{", ttl: time.Minute}
 	mr.Set(tb.key(3), "5")
-	tb.setConn(fakeConn{c: c, tb: tb, midway: true}, 1, nil)
+	tb.setConn(fakeConn{c: c, midway: func() { tb.forgetKey(tb.key(3)) }}, 1, nil)
 	if at, ok := tb.readMark(context.Background(), 3); !ok || at != 5 {
 		t.Fatalf("read = %d, %v; want 5, true", at, ok)
 	}
 	if _, ok := tb.mark(3); ok {
 		t.Fatal("a mark whose change was heard during its read was stored")
 	}
-	tb.setConn(fakeConn{c: c, tb: tb}, 1, nil)
+	tb.setConn(fakeConn{c: c}, 1, nil)
 	if at, ok := tb.readMark(context.Background(), 3); !ok || at != 5 {
 		t.Fatalf("read = %d, %v; want 5, true", at, ok)
 	}
@@ -126,7 +126,7 @@ func TestMarkTable_ARefusedReadRedials(t *testing.T) {
 	}
 	mr.HSet(tb.key(3), "not", "a string") // GET answers WRONGTYPE
 	mr.Set("p:session:{s}", "not a hash") // HMGET answers WRONGTYPE
-	tb.setConn(fakeConn{c: c, tb: tb}, 1, refused)
+	tb.setConn(fakeConn{c: c}, 1, refused)
 	if _, ok := tb.readMark(context.Background(), 3); ok {
 		t.Fatal("a read that failed answered")
 	}
@@ -136,14 +136,14 @@ func TestMarkTable_ARefusedReadRedials(t *testing.T) {
 	if told() {
 		t.Fatal("a key of the wrong type was told to the tracker as a refusal")
 	}
-	tb.setConn(redirectingConn{fakeConn{c: c, tb: tb}}, 1, refused)
+	tb.setConn(redirectingConn{fakeConn{c: c}}, 1, refused)
 	if _, ok := tb.readMark(context.Background(), 4); ok || !told() {
 		t.Fatal("a redirected mark read answered, or was not told to the tracker")
 	}
 	if _, _, ok, _ := tb.readSession(context.Background(), "p:session:{t}", recordOf("p:session:{t}")); ok || !told() {
 		t.Fatal("a redirected session read answered, or was not told to the tracker")
 	}
-	tb.setConn(fakeConn{c: c, tb: tb}, 1, refused)
+	tb.setConn(fakeConn{c: c}, 1, refused)
 	mr.Set(tb.key(4), "9")
 	if at, ok := tb.readMark(context.Background(), 4); !ok || at != 9 || told() {
 		t.Fatalf("read = %d, %v; want 9, true, and nothing told", at, ok)

@@ -4,28 +4,7 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/redis/rueidis"
 )
-
-// sessionConn is a tracking connection over c; midway, if set, runs
-// once the server has answered a read, before the reply is returned: a
-// change heard while the read was on its way.
-type sessionConn struct {
-	rueidis.DedicatedClient
-	c      rueidis.Client
-	midway func()
-}
-
-func (f sessionConn) B() rueidis.Builder { return f.c.B() }
-
-func (f sessionConn) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	r := f.c.Do(ctx, cmd)
-	if f.midway != nil {
-		f.midway()
-	}
-	return r
-}
 
 const tableLogin = "1767366000000 1767367800000 alice"
 
@@ -49,9 +28,9 @@ func TestSessionTable_AReadBegunBeforeAChangeIsNotStored(t *testing.T) {
 		{"this process's delete", func() { s.sessionWritten(key, true) }},
 		{"a script's reply", func() { s.sessionHolds(key, nil, true) }},
 		{"a flush", func() { tb.invalidated(nil) }},
-		{"tracking stopping", func() { tb.setConn(nil, 0, nil); tb.setConn(sessionConn{c: c}, 1, nil) }},
+		{"tracking stopping", func() { tb.setConn(nil, 0, nil); tb.setConn(fakeConn{c: c}, 1, nil) }},
 	} {
-		tb.setConn(sessionConn{c: c, midway: change.do}, 1, nil)
+		tb.setConn(fakeConn{c: c, midway: change.do}, 1, nil)
 		e, found, ok, err := tb.readSession(context.Background(), key, r)
 		if !ok || !found || err != nil || e.l.user != "alice" || e.recent != "a b" {
 			t.Fatalf("%s: read = %+v, %v, %v, %v; want alice's session", change.name, e, found, ok, err)
@@ -59,7 +38,7 @@ func TestSessionTable_AReadBegunBeforeAChangeIsNotStored(t *testing.T) {
 		if _, held := tb.session(r); held {
 			t.Errorf("%s: a session read while it changed was stored", change.name)
 		}
-		tb.setConn(sessionConn{c: c}, 1, nil)
+		tb.setConn(fakeConn{c: c}, 1, nil)
 		if _, _, ok, _ := tb.readSession(context.Background(), key, r); !ok {
 			t.Fatalf("%s: an undisturbed read failed", change.name)
 		}
@@ -79,7 +58,7 @@ func TestSessionTable_AReadBegunBeforeAChangeIsNotStored(t *testing.T) {
 func TestSessionTable_AbsentSessionsAreNotStored(t *testing.T) {
 	mr, c := miniredisServer(t)
 	tb := &tracker{prefix: "p:logoutmark:{", sessions: newSessionTable("p:session:{", DefaultSessionTableBytes), ttl: time.Minute}
-	tb.setConn(sessionConn{c: c}, 1, nil)
+	tb.setConn(fakeConn{c: c}, 1, nil)
 	mr.HSet("p:session:{old}", "login", "not a login")
 	for _, key := range []string{"p:session:{none}", "p:session:{old}"} {
 		e, found, ok, err := tb.readSession(context.Background(), key, recordOf(key))
@@ -134,7 +113,7 @@ func TestSessionTable_InvalidationsNameSessions(t *testing.T) {
 func TestSessionTable_ASessionLastsTheTTL(t *testing.T) {
 	mr, c := miniredisServer(t)
 	tb := &tracker{prefix: "p:logoutmark:{", sessions: newSessionTable("p:session:{", DefaultSessionTableBytes), ttl: 20 * time.Millisecond}
-	tb.setConn(sessionConn{c: c}, 1, nil)
+	tb.setConn(fakeConn{c: c}, 1, nil)
 	mr.HSet("p:session:{t}", "login", tableLogin)
 	r := recordOf("p:session:{t}")
 	if _, found, _, _ := tb.readSession(context.Background(), "p:session:{t}", r); !found {
@@ -186,7 +165,7 @@ func TestSessionTable_AShardHoldsItsShare(t *testing.T) {
 func TestSessionTable_AnEntryCountsItsStrings(t *testing.T) {
 	mr, c := miniredisServer(t)
 	tb := &tracker{prefix: "p:logoutmark:{", sessions: newSessionTable("p:session:{", DefaultSessionTableBytes), ttl: time.Minute}
-	tb.setConn(sessionConn{c: c}, 1, nil)
+	tb.setConn(fakeConn{c: c}, 1, nil)
 	mr.HSet("p:session:{t}", "login", tableLogin, "recent", "kettle teapot")
 	e, found, _, err := tb.readSession(context.Background(), "p:session:{t}", recordOf("p:session:{t}"))
 	if !found || err != nil {
@@ -202,7 +181,7 @@ func TestSessionTable_AnEntryCountsItsStrings(t *testing.T) {
 func TestSessionTable_Off(t *testing.T) {
 	mr, c := miniredisServer(t)
 	tb := &tracker{prefix: "p:logoutmark:{", sessions: newSessionTable("p:session:{", -1), ttl: time.Minute}
-	tb.setConn(sessionConn{c: c}, 1, nil)
+	tb.setConn(fakeConn{c: c}, 1, nil)
 	mr.HSet("p:session:{t}", "login", tableLogin)
 	if _, _, ok, _ := tb.readSession(context.Background(), "p:session:{t}", recordOf("p:session:{t}")); ok {
 		t.Fatal("a table that is off read a session")

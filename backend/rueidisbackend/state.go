@@ -208,7 +208,7 @@ func (s *store) cachedSession(ctx context.Context, key string) (l login, recent 
 		s.misses.Add(1)
 		return e.l, e.recent, found, err
 	}
-	msg, err := s.cachedRead(ctx, key, false, s.c.B().Hmget().Key(key).Field("login", "recent").Cache(),
+	msg, err := s.cachedRead(ctx, r, s.c.B().Hmget().Key(key).Field("login", "recent").Cache(),
 		func() rueidis.Completed { return s.c.B().Hmget().Key(key).Field("login", "recent").Build() })
 	if err != nil {
 		return login{}, "", false, err
@@ -231,7 +231,7 @@ func (s *store) cachedSession(ctx context.Context, key string) (l login, recent 
 // cachedFields reads all of the session's hash (its cart and values among
 // them) through the client-side cache.
 func (s *store) cachedFields(ctx context.Context, key string) (map[string]string, error) {
-	msg, err := s.cachedRead(ctx, key, true, s.c.B().Hgetall().Key(key).Cache(),
+	msg, err := s.cachedRead(ctx, recordOf(key).all(), s.c.B().Hgetall().Key(key).Cache(),
 		func() rueidis.Completed { return s.c.B().Hgetall().Key(key).Build() })
 	if err != nil {
 		return nil, err

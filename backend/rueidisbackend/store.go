@@ -338,14 +338,13 @@ func (s *store) cachedString(ctx context.Context, key string) (v string, ok bool
 // cachedGet reads key through the client-side cache, unless this process
 // wrote key and the cache may not have heard yet (see ownWrites).
 func (s *store) cachedGet(ctx context.Context, key string) (rueidis.RedisMessage, error) {
-	return s.cachedRead(ctx, key, false, s.c.B().Get().Key(key).Cache(), func() rueidis.Completed { return s.c.B().Get().Key(key).Build() })
+	return s.cachedRead(ctx, recordOf(key), s.c.B().Get().Key(key).Cache(), func() rueidis.Completed { return s.c.B().Get().Key(key).Build() })
 }
 
-// cachedRead sends cached, a read of key (of all of its hash if all, see
-// record.all), through the client-side cache, or, if this process wrote
-// key and the cache may not have heard yet, or caching is off, sends
-// plain() to the server.
-func (s *store) cachedRead(ctx context.Context, key string, all bool, cached rueidis.Cacheable, plain func() rueidis.Completed) (rueidis.RedisMessage, error) {
+// cachedRead sends cached, a read that rec names (see record), through
+// the client-side cache, or, if this process wrote its key and the cache
+// may not have heard yet, or caching is off, sends plain() to the server.
+func (s *store) cachedRead(ctx context.Context, rec record, cached rueidis.Cacheable, plain func() rueidis.Completed) (rueidis.RedisMessage, error) {
 	if s.cacheTTL < 0 {
 		return s.c.Do(ctx, plain()).ToMessage()
 	}
@@ -358,10 +357,6 @@ func (s *store) cachedRead(ctx context.Context, key string, all bool, cached rue
 	msg, err := r.ToMessage()
 	if err != nil && !rueidis.IsRedisNil(err) {
 		return msg, err
-	}
-	rec := recordOf(key)
-	if all {
-		rec = rec.all()
 	}
 	ok, gen := s.own.fresh(rec, msg, err)
 	if ok {
