@@ -10,6 +10,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/backend/rueidisbackend"
+	"github.com/retailkit/retail/internal/redistest"
 )
 
 // tableProcesses starts two Stores, A and B, on one real server and
@@ -122,6 +123,49 @@ func TestSessionTable_ABrokenConnectionServesNoSession(t *testing.T) {
 			t.Fatalf("CheckToken = %v, %v; want a live session", ok, err)
 		}
 		return user == "bob" && rueidisbackend.SessionHeld(a, "tok")
+	})
+}
+
+// TestSessionTable_ARestartedServerEndsWhatItHeld: A serves alice's
+// session from its table; the server is killed and comes back empty, as a
+// Redis without persistence does after a crash. A stops serving the
+// session, and serves from its table again the session B then starts under
+// the same token. It fails, after 30 s, if A kept what it held across the
+// broken connection (it would serve alice's session for CacheTTL, an hour).
+func TestSessionTable_ARestartedServerEndsWhatItHeld(t *testing.T) {
+	srv, err := redistest.StartServer()
+	if err != nil {
+		unavailable(t, "Redis server", err)
+	}
+	defer srv.Close()
+	if !srv.Owned() {
+		t.Skip("RETAIL_REDIS_ADDR names a server others use: this test restarts it")
+	}
+	opt := rueidis.ClientOption{InitAddress: []string{srv.Addr()}}
+	prefix := uniquePrefix()
+	a := mustNew(t, newClient(t, opt), rueidisbackend.Options{Prefix: prefix, CacheTTL: time.Hour})
+	b := mustNew(t, newClient(t, opt), rueidisbackend.Options{Prefix: prefix})
+	if _, err := b.StartSession(bg, "tok", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		user, ok, err := a.CheckToken(bg, "tok")
+		if user != "alice" || !ok || err != nil {
+			t.Fatalf("CheckToken = %q, %v, %v; want alice's session", user, ok, err)
+		}
+		return rueidisbackend.SessionHeld(a, "tok")
+	})
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	// Calls may fail while the clients dial again.
+	waitFor(t, func() bool { _, ok, err := a.CheckToken(bg, "tok"); return !ok && err == nil })
+	t.Logf("A stopped serving the session %v after the server came back", time.Since(start))
+	waitFor(t, func() bool { _, err := b.StartSession(bg, "tok", "bob"); return err == nil })
+	waitFor(t, func() bool {
+		user, ok, err := a.CheckToken(bg, "tok")
+		return user == "bob" && ok && err == nil && rueidisbackend.SessionHeld(a, "tok")
 	})
 }
 
