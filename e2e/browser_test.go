@@ -74,10 +74,10 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// startShop builds the example shop, serves it on a free loopback port on
-// the memory backend and returns its base URL. It is stopped when the
-// test ends.
-func startShop(t *testing.T) string {
+// startShop builds the example shop, serves it on a free loopback port, on
+// the memory backend unless args say otherwise, and returns its base URL.
+// It is stopped when the test ends.
+func startShop(t *testing.T, args ...string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "shop")
 	start := time.Now()
@@ -96,7 +96,7 @@ func startShop(t *testing.T) string {
 	l.Close()
 
 	var out lockedBuffer
-	cmd := exec.Command(bin, "-addr", addr)
+	cmd := exec.Command(bin, append([]string{"-addr", addr}, args...)...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting the shop: %v", err)
