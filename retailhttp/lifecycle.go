@@ -122,7 +122,7 @@ func (m *SessionManager) Ensure(ctx context.Context, w http.ResponseWriter) (Ses
 	if err != nil {
 		return Session{}, err
 	}
-	if err := m.start(ctx, s); err != nil {
+	if err := m.startFor(ctx, s, retail.SessionOptions{Lifetime: m.opts.GuestLifetime}); err != nil {
 		return Session{}, err
 	}
 	rs.cur, rs.curOK = s, true
@@ -531,11 +531,6 @@ func (m *SessionManager) LogoutEverywhere(ctx context.Context, w http.ResponseWr
 		return 0, err
 	}
 	return n, nil
-}
-
-// start starts session s in the Store.
-func (m *SessionManager) start(ctx context.Context, s Session) error {
-	return m.startFor(ctx, s, retail.SessionOptions{})
 }
 
 // startFor starts session s in the Store with the options given.

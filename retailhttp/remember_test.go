@@ -244,3 +244,46 @@ func TestLoginWith_BrowserSessionRecordReadsTheSameToEveryVersion(t *testing.T) 
 		})
 	}
 }
+
+// A guest session that Ensure starts lives GuestLifetime, in both cookie
+// modes, where the Store's lifetime is the longer one of "remember me"
+// logins; without GuestLifetime it lives the Store's.
+func TestEnsure_GuestLifetime(t *testing.T) {
+	for _, mode := range cookieModes {
+		for _, guestLife := range []time.Duration{day, 0} {
+			t.Run(fmt.Sprintf("%s/%v", mode.name, guestLife), func(t *testing.T) {
+				clock := retail.NewManualClock(epoch)
+				s, err := memory.New(memory.Options{Clock: clock, IdleTimeout: 30 * day, Lifetime: 30 * day})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				opts := mode.opts(clock)
+				opts.MaxAge, opts.GuestLifetime = 30*day, guestLife
+				m := newManager(t, s, opts)
+				h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if _, err := m.Ensure(r.Context(), w); err != nil {
+						http.Error(w, err.Error(), http.StatusInternalServerError)
+					}
+				}))
+				var c *http.Cookie
+				for _, got := range post(t, h, "/cart").Cookies() {
+					if got.Name == retailhttp.DefaultSessionCookie {
+						c = got
+					}
+				}
+				if c == nil {
+					t.Fatal("Ensure set no session cookie")
+				}
+				clock.Advance(day - time.Minute)
+				if v := get(m, "/", c); !v.ok || !v.session.Guest() {
+					t.Fatalf("a guest session a minute short of a day old: %+v, %v; want it live", v.session, v.ok)
+				}
+				clock.Advance(2 * time.Minute)
+				if v := get(m, "/", c); v.ok != (guestLife == 0) {
+					t.Errorf("a guest session a minute past a day old, GuestLifetime %v: live %v; want %v", guestLife, v.ok, guestLife == 0)
+				}
+			})
+		}
+	}
+}

@@ -83,7 +83,17 @@ type SessionOptions struct {
 	// shortens sessions (but for those of a LoginWith with a Lifetime,
 	// whose cookie lasts that lifetime instead), and a longer one only
 	// keeps a dead cookie in the browser until its next request clears it.
+	// In token-cookie mode a shorter MaxAge binds only browsers that keep
+	// to it: a copy of the cookie works until the session ends in the
+	// Store (see GuestLifetime and LoginOptions.Lifetime).
 	MaxAge time.Duration
+
+	// GuestLifetime, if not zero, is the lifetime of the guest sessions
+	// that Ensure starts (see retail.SessionOptions.Lifetime), the Store's
+	// if zero: set it when the Store's lifetime is sized for "remember me"
+	// logins, longer than a guest should keep a session. It must not be
+	// negative, nor longer than the Store's lifetime (Ensure fails then).
+	GuestLifetime time.Duration
 
 	// SigningKeys, if not empty, switch the manager to signed-cookie mode
 	// (see [SessionManager]) with a [CookieSigner] over these keys: the
@@ -220,6 +230,9 @@ func NewSessionManager(s SessionStore, opts SessionOptions) (*SessionManager, er
 	}
 	if opts.MaxAge < time.Second {
 		return nil, invalid(op, "MaxAge", "shorter than a second")
+	}
+	if opts.GuestLifetime < 0 {
+		return nil, invalid(op, "GuestLifetime", "negative")
 	}
 	m := &SessionManager{store: s, opts: opts}
 	if len(opts.SigningKeys) > 0 {

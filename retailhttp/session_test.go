@@ -538,6 +538,7 @@ func TestNewSessionManager_RejectsInvalidOptions(t *testing.T) {
 		{retailhttp.SessionOptions{Domain: "bad domain"}, "Domain"},
 		{retailhttp.SessionOptions{MaxAge: time.Millisecond}, "MaxAge"},
 		{retailhttp.SessionOptions{MaxAge: -time.Hour}, "MaxAge"},
+		{retailhttp.SessionOptions{GuestLifetime: -time.Hour}, "GuestLifetime"},
 		{retailhttp.SessionOptions{SigningKeys: [][]byte{[]byte("short")}}, "SigningKeys[0]"},
 		{retailhttp.SessionOptions{CookieName: "__Host-s"}, "CookieName"},
 		{retailhttp.SessionOptions{CookieName: "__Host-s", Secure: true, Path: "/shop"}, "CookieName"},

@@ -1,6 +1,7 @@
 package webshop
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -125,7 +126,18 @@ func (s *shop) endOtherDevices(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.flash(r.Context(), sess.Token, "Every other device is logged out.")
+	// This device's session moves to a new token: a copy of its cookie
+	// (taken off this browser) is another device too.
+	renewed, err := s.sessions.Renew(r.Context(), w)
+	if err != nil {
+		if errors.Is(err, retail.ErrNoSession) {
+			http.Redirect(w, r, "/", http.StatusSeeOther)
+			return
+		}
+		s.fail(w, r, err)
+		return
+	}
+	s.flash(r.Context(), renewed.Token, "Every other device is logged out.")
 	http.Redirect(w, r, "/devices", http.StatusSeeOther)
 }
 

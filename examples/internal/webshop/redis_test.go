@@ -368,6 +368,13 @@ func TestShop_TwoProcessesOnRedis(t *testing.T) {
 		t.Fatalf("POST /devices/end-others on A: status %d", p.status)
 	}
 	waitFor(t, "B to end the laptop's session", shows(laptop, "", nil))
+	// Ending the others moved the phone's session to a new token: the old
+	// cookie is another device now, and B must end it too.
+	waitFor(t, "B to end the phone's old cookie", shows(phoneOnB, "", nil))
+	if cookie, ok = phone.sessionCookie(); !ok {
+		t.Fatal("no session cookie after ending the other devices")
+	}
+	phoneOnB = b.replayCookie(cookie)
 	waitFor(t, "B to go on serving the phone", shows(phoneOnB, "alice", []string{"Electric kettle"}))
 
 	if p := phoneOnB.post("/logout", nil); loggedInAs(p) != "" {

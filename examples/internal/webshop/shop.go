@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -96,10 +97,18 @@ func newShop(store retail.Store, cat catalog, opts shopOptions) (http.Handler, e
 	sessionOpts := retailhttp.SessionOptions{
 		Secure: opts.Secure,
 		MaxAge: opts.Lifetime,
-		Item:   s.viewedItem,
+		// A guest session lasts the shop's lifetime, not the Store's,
+		// which is the longer "remember me" lifetime.
+		GuestLifetime: opts.Lifetime,
+		Item:          s.viewedItem,
 		// Crawlers' views do not make an item popular.
 		CountView: func(r *http.Request) bool { return !retailhttp.LikelyBot(r) },
 		Logger:    opts.Logger,
+	}
+	if opts.Secure {
+		// Over HTTPS: no subdomain, and no page served over HTTP, can set
+		// or shadow a cookie of this name.
+		sessionOpts.CookieName = "__Host-" + retailhttp.DefaultSessionCookie
 	}
 	if len(opts.SigningKey) > 0 {
 		sessionOpts.SigningKeys = [][]byte{opts.SigningKey}
@@ -411,6 +420,12 @@ func (s *shop) cart(w http.ResponseWriter, r *http.Request) {
 // checkout shows the order summary: what the order holds and costs,
 // before it is placed. There is no payment in this demonstration.
 func (s *shop) checkout(w http.ResponseWriter, r *http.Request) {
+	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+		// Another site's link: numbering a new summary would void the
+		// one the visitor may have open. The cart page links here.
+		http.Redirect(w, r, "/cart", http.StatusSeeOther)
+		return
+	}
 	c, err := s.common(w, r, "Order summary")
 	if err != nil {
 		s.fail(w, r, err)
@@ -425,7 +440,7 @@ func (s *shop) checkout(w http.ResponseWriter, r *http.Request) {
 	// The cart has lines, so there is a session. The form places the order
 	// of this number only, once: see placeOrder.
 	sess, _ := retailhttp.SessionFrom(r.Context())
-	switch err := s.store.SetValue(r.Context(), sess.Token, orderKey, []byte(p.Order)); {
+	switch err := s.store.SetValue(r.Context(), sess.Token, orderKey, orderValue(p.Order, c.cart)); {
 	case errors.Is(err, retail.ErrNoSession):
 		// The session ended meanwhile (a logout in another tab).
 		http.Redirect(w, r, "/cart", http.StatusSeeOther)
@@ -453,9 +468,9 @@ func (s *shop) placeOrder(w http.ResponseWriter, r *http.Request) {
 	}
 	want := r.PostFormValue("order")
 	latest, ok, err := s.store.Value(ctx, sess.Token, orderKey)
-	if err == nil && ok && string(latest) == want {
+	if err == nil && ok && orderNumberOf(latest) == want {
 		latest, ok, err = s.store.PopValue(ctx, sess.Token, orderKey)
-		if err == nil && ok && string(latest) != want {
+		if err == nil && ok && orderNumberOf(latest) != want {
 			// A newer summary came between the two calls: it stays.
 			err = s.store.SetValue(ctx, sess.Token, orderKey, latest)
 		}
@@ -464,7 +479,7 @@ func (s *shop) placeOrder(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if err != nil || !ok || string(latest) != want {
+	if err != nil || !ok || orderNumberOf(latest) != want {
 		// Placed already, or not the latest summary (a session that ended
 		// meanwhile has nowhere to keep a flash).
 		if err == nil {
@@ -473,13 +488,21 @@ func (s *shop) placeOrder(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/cart", http.StatusSeeOther)
 		return
 	}
-	order := latest
+	order := orderNumberOf(latest)
 	c, err := s.common(w, r, "Thank you")
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	p := cartPage{common: c, Order: string(order)}
+	if !bytes.Equal(latest, orderValue(order, c.cart)) {
+		// The cart changed since the summary was shown (another tab, or
+		// another holder of the session): the visitor did not see what
+		// would be ordered. The summary is used up; show a new one.
+		s.flash(ctx, sess.Token, "Your cart changed since the order summary. Please check it again.")
+		http.Redirect(w, r, "/checkout", http.StatusSeeOther)
+		return
+	}
+	p := cartPage{common: c, Order: order}
 	p.Lines, p.Total = s.lines(c.cart)
 	if len(p.Lines) == 0 {
 		http.Redirect(w, r, "/cart", http.StatusSeeOther)
@@ -493,6 +516,29 @@ func (s *shop) placeOrder(w http.ResponseWriter, r *http.Request) {
 	}
 	p.CartUnits, p.Keep = 0, true
 	s.render(w, r, "ordered", p)
+}
+
+// orderValue is what the orderKey value holds: the order number and the
+// cart the summary showed, so that placeOrder places that cart only.
+func orderValue(number string, cart map[string]int) []byte {
+	ids := make([]string, 0, len(cart))
+	for id, n := range cart {
+		if n > 0 {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	b := []byte(number)
+	for _, id := range ids {
+		b = fmt.Appendf(b, " %s=%d", url.QueryEscape(id), cart[id])
+	}
+	return b
+}
+
+// orderNumberOf returns the order number of an orderKey value.
+func orderNumberOf(v []byte) string {
+	number, _, _ := strings.Cut(string(v), " ")
+	return number
 }
 
 // orderNumber returns a new order number: a demonstration has no order
