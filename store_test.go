@@ -655,7 +655,9 @@ func TestStore_CloseReturnsDriverErrorOnce(t *testing.T) {
 }
 
 func TestStore_EndSessionRefusesWhatIsNoSessionID(t *testing.T) {
-	for _, id := range []string{"", secretToken, retail.SessionID(secretToken) + "x", "abc}defghijklmnopqrstu", strings.Repeat("\x00", 22)} {
+	for _, id := range []string{"", secretToken, retail.SessionID(secretToken) + "x", "abc}defghijklmnopqrstu", strings.Repeat("\x00", 22),
+		"AAAAAAAAAAAAAAAAAAAAAB", // 22 base64url characters, but their last 4 bits are not an ID's zero padding
+	} {
 		d := &fakeDriver{}
 		err := unbuffered(d).EndSession(t.Context(), id)
 		if !errors.Is(err, retail.ErrInvalid) {

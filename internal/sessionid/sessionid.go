@@ -8,6 +8,7 @@ package sessionid
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"strings"
 )
 
 // Len is the length of every ID: 16 bytes of SHA-256, in unpadded
@@ -24,7 +25,8 @@ func Of(token string) string {
 }
 
 // Valid reports whether id has the form of an ID: Len base64url
-// characters.
+// characters that encode 16 bytes exactly (the last character's low four
+// bits, beyond the 128 of an ID, are zero, as Of writes them).
 func Valid(id string) bool {
 	if len(id) != Len {
 		return false
@@ -35,5 +37,10 @@ func Valid(id string) bool {
 			return false
 		}
 	}
-	return true
+	// The last character carries 2 bits of the hash and 4 of padding.
+	return strings.IndexByte(canonicalLast, id[Len-1]) >= 0
 }
+
+// canonicalLast are the base64url characters whose low four bits are
+// zero: those that can end an ID.
+const canonicalLast = "AQgw"
