@@ -86,8 +86,9 @@ func (m *SessionManager) request(ctx context.Context, op string) (*requestSessio
 }
 
 // Ensure returns the request's session, starting a guest session if it has
-// none: [retail.Sessions.StartSession] with a new token and no user, and
-// the session cookie set on w. A handler calls it before the first action
+// none: [retail.Sessions.StartSession] with a new token and no user (or
+// [retail.Sessions.StartSessionFor] with SessionOptions.GuestLifetime),
+// and the session cookie set on w. A handler calls it before the first action
 // that needs state, such as adding to a cart or storing a value:
 //
 //	s, err := sessions.Ensure(r.Context(), w)
@@ -106,7 +107,9 @@ func (m *SessionManager) request(ctx context.Context, op string) (*requestSessio
 // context of a request that m's Handler passed on; with any other, it
 // returns an error matching [ErrNoHandler] and starts no session. If the
 // Store fails, its error is returned as the Store returned it, and no
-// cookie is set.
+// cookie is set; a GuestLifetime longer than the Store's lifetime is such
+// a failure, of every Ensure that starts a session (an error matching
+// [retail.ErrInvalid]).
 func (m *SessionManager) Ensure(ctx context.Context, w http.ResponseWriter) (Session, error) {
 	rs, err := m.request(ctx, "Ensure")
 	if err != nil {

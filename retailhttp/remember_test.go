@@ -287,3 +287,41 @@ func TestEnsure_GuestLifetime(t *testing.T) {
 		}
 	}
 }
+
+// A GuestLifetime longer than the Store's lifetime makes Ensure fail with
+// an error matching retail.ErrInvalid, and set no cookie; and a guest of a
+// short GuestLifetime who logs in gets the Store's lifetime.
+func TestEnsure_GuestLifetimeBeyondTheStoresAndLoginAfter(t *testing.T) {
+	clock := retail.NewManualClock(epoch)
+	s, err := memory.New(memory.Options{Clock: clock, IdleTimeout: 30 * day, Lifetime: 30 * day})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, guestLife := range []time.Duration{31 * day, day} {
+		opts := cookieModes[0].opts(clock)
+		opts.MaxAge, opts.GuestLifetime = 30*day, guestLife
+		m := newManager(t, s, opts)
+		var ensureErr error
+		mux := http.NewServeMux()
+		mux.HandleFunc("POST /cart", func(w http.ResponseWriter, r *http.Request) { _, ensureErr = m.Ensure(r.Context(), w) })
+		mux.HandleFunc("POST /login", func(w http.ResponseWriter, r *http.Request) {
+			if _, err := m.Login(r.Context(), w, "alice"); err != nil {
+				t.Fatal(err)
+			}
+		})
+		h := m.Handler(mux)
+		res := post(t, h, "/cart")
+		if guestLife > 30*day {
+			if !errors.Is(ensureErr, retail.ErrInvalid) || len(res.Cookies()) != 0 {
+				t.Errorf("Ensure with GuestLifetime %v over a Store of 30 days: %v, cookies %v; want ErrInvalid, none", guestLife, ensureErr, res.Cookies())
+			}
+			continue
+		}
+		res = post(t, h, "/login", res.Cookies()...)
+		clock.Advance(2 * day)
+		if v := get(m, "/", res.Cookies()[0]); !v.ok || v.session.User != "alice" {
+			t.Errorf("a login of a guest with GuestLifetime a day, 2 days on: %+v, %v; want alice's", v.session, v.ok)
+		}
+	}
+}

@@ -192,7 +192,9 @@ type SessionManager struct {
 // error matching [retail.ErrInvalid] if s is nil or an option is out of
 // range: a cookie name, path or domain that net/http would refuse, a name
 // whose __Host- or __Secure- prefix the other options break, a MaxAge
-// under a second, or a signing key shorter than [MinSigningKeyLen].
+// under a second, a negative GuestLifetime, or a signing key shorter than
+// [MinSigningKeyLen]. (A GuestLifetime longer than the Store's lifetime
+// is the Store's to refuse, at Ensure.)
 func NewSessionManager(s SessionStore, opts SessionOptions) (*SessionManager, error) {
 	const op = "NewSessionManager"
 	if s == nil {

@@ -279,3 +279,20 @@ func TestShop_MalformedRequestsGetNoServerError(t *testing.T) {
 		})
 	}
 }
+
+// A cart emptied since the summary (in another tab) places nothing, and
+// the visitor is told why on the cart page the summary sends them to.
+func TestShop_PlacingAnOrderOfACartEmptiedSinceTheSummarySaysWhy(t *testing.T) {
+	s := newTestShop(t, shopOptions{})
+	v := s.visitor()
+	v.addToCart("mug", "1")
+	order := orderIn(t, v.get("/checkout"))
+	v.setCartLine("mug", "0") // another tab
+	p := v.post("/checkout", url.Values{"order": {order}})
+	if strings.Contains(p.body, "Your order number is") {
+		t.Fatal("an emptied cart placed an order")
+	}
+	if !strings.Contains(p.body, "Your cart changed since the order summary") {
+		t.Errorf("the refused order does not say why; page:\n%s", p.body)
+	}
+}

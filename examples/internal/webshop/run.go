@@ -66,7 +66,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, ext Exten
 	addr := fs.String("addr", "127.0.0.1:8080", "address to serve on")
 	redisAddrs := fs.String("redis", "", "use Redis at `ADDR[,ADDR...]` instead of memory (several addresses: a cluster)")
 	cookieKey := fs.String("cookie-key", "", "`HEX` key of at least 32 bytes: use signed session cookies instead of token cookies")
-	secure := fs.Bool("secure", false, "mark the session cookie Secure (serve behind HTTPS)")
+	secure := fs.Bool("secure", false, "mark the session cookie Secure and name it __Host-retail_session (serve behind HTTPS)")
 	idle := fs.Duration("idle-timeout", retail.DefaultIdleTimeout, "end a session not used for this long")
 	lifetime := fs.Duration("lifetime", retail.DefaultLifetime, "end a session this long after it started or logged in")
 	remember := fs.Duration("remember", 30*24*time.Hour, "end a session logged in with \"remember me\" this long after the login")

@@ -499,7 +499,13 @@ func (s *shop) placeOrder(w http.ResponseWriter, r *http.Request) {
 		// another holder of the session): the visitor did not see what
 		// would be ordered. The summary is used up; show a new one.
 		s.flash(ctx, sess.Token, "Your cart changed since the order summary. Please check it again.")
-		http.Redirect(w, r, "/checkout", http.StatusSeeOther)
+		next := "/checkout"
+		if lines, _ := s.lines(c.cart); len(lines) == 0 {
+			// Emptied: /checkout would pop the flash and send the
+			// visitor to the cart without it.
+			next = "/cart"
+		}
+		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
 	p := cartPage{common: c, Order: order}
