@@ -56,16 +56,19 @@ func (b *balancer) sendTo(t *testing.T, base string) {
 func reloadUntil(u, expr string) chromedp.Action[chromedp.Void] {
 	full := fmt.Sprintf(`document.readyState === "complete" && !!(%s)`, expr)
 	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		var last error
 		for {
 			if _, err := chromedp.Navigate(u)(ctx, t); err != nil {
 				return chromedp.Void{}, err
 			}
-			if ok, err := chromedp.Evaluate[bool](full)(ctx, t); err == nil && ok {
+			ok, err := chromedp.Evaluate[bool](full)(ctx, t)
+			if err == nil && ok {
 				return chromedp.Void{}, nil
 			}
+			last = err
 			select {
 			case <-ctx.Done():
-				return chromedp.Void{}, fmt.Errorf("reloading %s until %s: %w", u, expr, ctx.Err())
+				return chromedp.Void{}, fmt.Errorf("reloading %s until %s: %w (last evaluation error: %v)", u, expr, ctx.Err(), last)
 			case <-time.After(50 * time.Millisecond):
 			}
 		}
