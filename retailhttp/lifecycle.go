@@ -121,7 +121,11 @@ func (m *SessionManager) Ensure(ctx context.Context, w http.ResponseWriter) (Ses
 		return rs.cur, nil
 	}
 	s := Session{Token: newToken()}
-	value, err := m.cookieValue(s)
+	life := m.opts.MaxAge // the cookie's, which lasts no longer than the session
+	if g := m.opts.GuestLifetime; g > 0 {
+		life = min(life, g)
+	}
+	value, err := m.cookieValueUntil(s, m.opts.Clock.Now().Add(life))
 	if err != nil {
 		return Session{}, err
 	}
@@ -129,7 +133,7 @@ func (m *SessionManager) Ensure(ctx context.Context, w http.ResponseWriter) (Ses
 		return Session{}, err
 	}
 	rs.cur, rs.curOK = s, true
-	m.setCookie(w, value)
+	sendCookie(w, m.cookie(value, max(int(life/time.Second), 1)))
 	return s, nil
 }
 

@@ -1,6 +1,7 @@
 package retailhttp_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -274,6 +275,9 @@ func TestEnsure_GuestLifetime(t *testing.T) {
 				}
 				if c == nil {
 					t.Fatal("Ensure set no session cookie")
+				}
+				if want := int(cmp.Or(guestLife, 30*day) / time.Second); c.MaxAge != want {
+					t.Errorf("the guest's cookie has Max-Age %d, want %d: as long as the session lasts", c.MaxAge, want)
 				}
 				clock.Advance(day - time.Minute)
 				if v := get(m, "/", c); !v.ok || !v.session.Guest() {

@@ -91,8 +91,10 @@ type SessionOptions struct {
 	// GuestLifetime, if not zero, is the lifetime of the guest sessions
 	// that Ensure starts (see retail.SessionOptions.Lifetime), the Store's
 	// if zero: set it when the Store's lifetime is sized for "remember me"
-	// logins, longer than a guest should keep a session. It must not be
-	// negative, nor longer than the Store's lifetime (Ensure fails then).
+	// logins, longer than a guest should keep a session; the guest's
+	// cookie then lasts no longer than MaxAge or GuestLifetime, whichever
+	// is shorter. It must not be negative, nor longer than the Store's
+	// lifetime (Ensure fails then).
 	GuestLifetime time.Duration
 
 	// SigningKeys, if not empty, switch the manager to signed-cookie mode
