@@ -74,19 +74,52 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
+// shopBuild is the example shop's binary, built once for the test binary's
+// tests into dir, which TestMain removes.
+var shopBuild struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shopBuild.dir != "" {
+		os.RemoveAll(shopBuild.dir)
+	}
+	os.Exit(code)
+}
+
+// shopBinary builds the example shop the first time a test needs it, and
+// returns the binary's path.
+func shopBinary(t *testing.T) string {
+	t.Helper()
+	shopBuild.once.Do(func() {
+		if shopBuild.dir, shopBuild.err = os.MkdirTemp("", "retail-e2e-shop"); shopBuild.err != nil {
+			return
+		}
+		shopBuild.bin = filepath.Join(shopBuild.dir, "shop")
+		start := time.Now()
+		build := exec.Command("go", "build", "-o", shopBuild.bin, ".")
+		build.Dir = "../examples/shop" // a module of its own: this builds with or without go.work
+		if out, err := build.CombinedOutput(); err != nil {
+			shopBuild.err = fmt.Errorf("go build ./examples/shop: %v\n%s", err, out)
+			return
+		}
+		t.Logf("built the shop in %v", time.Since(start).Round(time.Millisecond))
+	})
+	if shopBuild.err != nil {
+		t.Fatal(shopBuild.err)
+	}
+	return shopBuild.bin
+}
+
 // startShop builds the example shop, serves it on a free loopback port, on
 // the memory backend unless args say otherwise, and returns its base URL.
 // It is stopped when the test ends.
 func startShop(t *testing.T, args ...string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "shop")
-	start := time.Now()
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = "../examples/shop" // a module of its own: this builds with or without go.work
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./examples/shop: %v\n%s", err, out)
-	}
-	t.Logf("built the shop in %v", time.Since(start).Round(time.Millisecond))
+	bin := shopBinary(t)
 
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
