@@ -156,9 +156,14 @@ func newShop(store retail.Store, cat catalog, opts shopOptions) (http.Handler, e
 	for pattern, h := range opts.Routes {
 		root.Handle(pattern, h)
 	}
-	// Cross-origin POSTs (a form on another site) are refused; SameSite=Lax
-	// cookies already keep them anonymous.
-	root.Handle("/", withDeadline(limitBody(http.NewCrossOriginProtection().Handler(sessions.Handler(pages.Handler(mux)))), opts.RequestTimeout))
+	// Cross-origin POSTs (a form on another site) are refused, with a page
+	// that says why; SameSite=Lax cookies already keep them anonymous.
+	crossOrigin := http.NewCrossOriginProtection()
+	crossOrigin.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.errorPage(w, r, http.StatusForbidden, "Form from another site",
+			"This form was sent from another site, so the shop did not act on it. Please use the shop's own pages.")
+	}))
+	root.Handle("/", withDeadline(limitBody(crossOrigin.Handler(sessions.Handler(pages.Handler(mux)))), opts.RequestTimeout))
 	return root, nil
 }
 

@@ -541,9 +541,13 @@ func TestShop_RefusesCrossOriginPosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	if res.StatusCode != http.StatusForbidden {
 		t.Errorf("cross-origin POST /login: status %d, want 403", res.StatusCode)
+	}
+	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") || !strings.Contains(string(body), "sent from another site") {
+		t.Errorf("cross-origin POST /login answered %q:\n%s\nwant the shop's page saying why", ct, body)
 	}
 }
 
