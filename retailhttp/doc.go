@@ -27,8 +27,9 @@
 // fixation), and the old cookie names no session once they return.
 //
 // Sessions end by the Store's clock (an idle timeout and a lifetime, see
-// [retail.Sessions]) and at Logout, whatever the cookie says. The cookie
-// is one of the two kinds the book compares:
+// [retail.Sessions]; a guest's, [SessionOptions].GuestLifetime if set) and
+// at Logout, whatever the cookie says. The cookie is one of the two kinds
+// the book compares:
 //
 //	cookie           holds                        per request                  ends at the first of
 //	token (default)  a random 128-bit token       one Store call               Logout, Store expiry, cleaning
