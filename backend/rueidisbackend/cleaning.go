@@ -24,8 +24,8 @@ const cleanBatch = 1000
 // session's stamp (a refresh moves the index only now and then, see
 // refreshSession) are moved up to it, so that a later round reads the
 // sessions in their true order. A session refreshed at any point after
-// the read has a new stamp and survives; one created again after its keys
-// were deleted has a new stamp that the last step leaves alone. Sessions
+// the read has a new stamp and survives; one created again after its key
+// was deleted has a new stamp that the last step leaves alone. Sessions
 // refreshed after the pass began have stamps above its start and are never
 // read, nor deleted.
 //
@@ -62,7 +62,7 @@ func (s *store) CleanSessions(ctx context.Context, keep, max int) (int, error) {
 	return removed, nil
 }
 
-// strayGrace is how old an index entry without session keys must be before
+// strayGrace is how old an index entry without a session must be before
 // a pass removes it. In a cluster an update's index write can land a moment
 // before its session write, so a young stray is an update in flight; an old
 // one was left by a write that failed, or by keys that expired by their TTL.
@@ -288,9 +288,9 @@ func (s *store) settled(r rueidis.RedisResult, entries []indexEntry) (removed in
 const (
 	cleanKept      = 0 // refreshed since the pass read it: left alone
 	cleanDeleted   = 1 // deleted
-	cleanNoSession = 2 // no session keys: an index entry that outlived them, or an update in flight
+	cleanNoSession = 2 // no session: an index entry that outlived it, or an update in flight
 	cleanLeft      = 3 // cleanSettle only: a session kept whose entry was at its stamp already
-	cleanYoung     = 4 // cleanSettle only: no session keys, and an entry too young to be a stray: left
+	cleanYoung     = 4 // cleanSettle only: no session, and an entry too young to be a stray: left
 )
 
 // cleanOutcome is cleanSessions' answer for one session.
@@ -310,8 +310,8 @@ func (s *store) deleteSessions(ctx context.Context, tokens, stamps []string) ([]
 }
 
 // outcomes parses the answers of cleanSessions or cleanSettle for the
-// sessions of tokens, noting the logins deleted, or, if an answer cannot
-// be read, that every one of them may have changed.
+// sessions of tokens, noting the sessions deleted (see sessionWritten), or,
+// if an answer cannot be read, that every one of them may have changed.
 func (s *store) outcomes(replies []rueidis.RedisResult, tokens []string) (_ []cleanOutcome, err error) {
 	defer func() {
 		if err != nil {

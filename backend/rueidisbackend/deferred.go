@@ -15,11 +15,14 @@ import (
 // another node than a session. While the node that holds it is
 // unreachable (it failed and its replica is not yet promoted, say), a
 // request whose own session's node answers still checks and refreshes its
-// session: RefreshSession and UpdateToken keep the index entries they could
-// not write in a bounded buffer (at most maxDeferred tokens), report
-// success, and send the buffer with the next call that writes the index (an
-// update, a refresh that moves its entry, RepairSessions). (Item views wait
-// in the process anyway and are retried by the retail package.)
+// session. A call that creates a session (StartSession, RenewSession, an
+// UpdateToken that starts one) keeps the index entry it could not write in
+// a bounded buffer (at most maxDeferred tokens; see indexNew), reports
+// success, and the buffer goes with the next call that writes the index (an
+// update, a refresh that moves its entry, RepairSessions). A refresh whose
+// entry could not be raised keeps nothing: the session has an entry, which
+// cleaning moves up. (Item views wait in the process anyway and are retried
+// by the retail package.)
 //
 // Index entries are only ever raised or created, so a late or repeated one
 // is harmless: an entry without a session is a stray that cleaning

@@ -28,7 +28,7 @@
 //	                         retail:user:{U} (zset)          a user's sessions, ID → created stamp, for UserSessions and LogoutUser
 //	                         retail:loggedout:{U} (string)   the Unix ms of the user's last LogoutUser: their sessions logged in at or before it are over
 //	                         retail:logoutmark:{N} (string)  the latest of those instants among the users of bucket N (a hash of U, of 1024): only sessions logged in at or before it read their user's
-//	                         retail:logoutprobe:{R}          never seen: written and deleted in one script every second, to check that the Store hears the marks' changes (see below)
+//	                         retail:logoutprobe:{R}          never seen: written and deleted in one script every second, to check that the Store hears the marks' and sessions' changes (see below)
 //	viewed: (zset item→-n)   retail:{views}:viewed (zset)    same scores, so ZRANK gives rank 0 to the most viewed, ties by name
 //	                         retail:{views}:flushed:P        the number of the last flush of views counted from process P, so that a flush sent again after a failure counts once
 //	cache:H (string)         retail:page:KEY (string)        the page cache's key instead of a hash; the value starts with its expiry

@@ -156,12 +156,12 @@ func (s *store) UserSessions(ctx context.Context, user string) ([]driver.Session
 }
 
 // LogoutUser implements driver.Store in four round trips: a script that
-// raises the user's logout mark (see loggedout.go); a script that
-// records the instant it began in (which ends the user's sessions the index
-// misses, see loggedout.go) and reads the user's index; a script a session
-// deleting each that is still the user's; then
-// the index entries of those deleted, and every entry read from the user's
-// index that no newer session has replaced.
+// raises the user's logout mark; a script that records the instant it
+// began in (which ends the user's sessions the index misses, see
+// loggedout.go) and reads the user's index; one script per session read,
+// deleting it if it is still the user's; then the removal of the index
+// entries of those deleted, and of every entry read from the user's index
+// that no newer session has replaced.
 func (s *store) LogoutUser(ctx context.Context, user string) (int, error) {
 	now := s.nowMs()
 	out := s.k.loggedOut(user)

@@ -22,8 +22,8 @@ var readSession = sessionScript(readSrc)
 //  1. Create: read the old session, create the new one holding a copy of
 //     its recent items, cart and values (unless newToken names a live
 //     session), and index it.
-//  2. Delete the old session; then move the user's index entry from the
-//     old token to the new one.
+//  2. Delete the old session; then remove its entries from the indexes
+//     (the new one's were written in step 1).
 //
 // Between the steps both tokens are live, so a concurrent CheckToken finds
 // one of them whenever it runs. If the process stops between the steps (a

@@ -5,14 +5,15 @@
 --
 -- A session is one hash (see state.go):
 --
---   login    "CREATED DEADLINE USER", CREATED ending in "+LIFE" if the
---            session has a lifetime of its own (LIFE ms)
+--   login    "CREATED DEADLINE USER": CREATED is "STAMP" or "STAMP/MS",
+--            then "+LIFE" if the session has a lifetime of its own (LIFE ms)
 --   seen     "STAMP" or "STAMP MS": the last-seen stamp
 --   recent   the recently viewed items, oldest first, each ending in "\n"
 --   #cart    how many cart:ITEM fields it has (absent if none)
 --   cart:ITEM  the count of a cart line
 --   #values  how many value:KEY fields it has (absent if none)
 --   value:KEY  a session value
+--   label    the label the login gave it, if any
 --
 -- Every session script's ARGV starts with the settings that settings()
 -- reads.

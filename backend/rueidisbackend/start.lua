@@ -1,6 +1,6 @@
 -- start.lua: StartSession, and the new session of RenewSession. Creates a
--- session unless a live one holds the key, dropping an expired one first,
--- and fills it with the fields given (those RenewSession copies: the
+-- session unless a live one holds the key, writing over an expired one
+-- (see keepOnly), and fills it with the fields given (those RenewSession copies: the
 -- recent items, the cart and the values). On a single server (KEYS[2]
 -- given) it also indexes the session, and its user's index (KEYS[3],
 -- given if the session has a user).

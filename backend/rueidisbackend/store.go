@@ -342,8 +342,10 @@ func (s *store) cachedGet(ctx context.Context, key string) (rueidis.RedisMessage
 }
 
 // cachedRead sends cached, a read that rec names (see record), through
-// the client-side cache, or, if this process wrote its key and the cache
-// may not have heard yet, or caching is off, sends plain() to the server.
+// the client-side cache; if the cached answer disagrees with what this
+// process last wrote to its key (the cache has not heard yet, see
+// ownWrites), it sends plain() to the server as well and returns that
+// answer. With caching off it sends plain() alone.
 func (s *store) cachedRead(ctx context.Context, rec record, cached rueidis.Cacheable, plain func() rueidis.Completed) (rueidis.RedisMessage, error) {
 	if s.cacheTTL < 0 {
 		return s.c.Do(ctx, plain()).ToMessage()
