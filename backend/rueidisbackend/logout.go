@@ -32,11 +32,7 @@ func (s *store) endCall(now int64, token, onlyUser string) call {
 	if !s.cluster {
 		keys = append(keys, s.k.index())
 	}
-	only := "0"
-	if onlyUser != "" {
-		only = "1"
-	}
-	return s.scriptCall(endSession, keys, s.sessionArgs(now, token, onlyUser, only))
+	return s.scriptCall(endSession, keys, s.sessionArgs(now, token, onlyUser))
 }
 
 // endReply parses endSession's answer; ok is false if no session was

@@ -166,13 +166,13 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 }
 
 // sessionCall is the call of refresh.lua or update.lua for the session in
-// key: on a single server, the session index is its shared key.
+// key: on a single server, the session index is its shared key, which the
+// argument after the settings says.
 func (s *store) sessionCall(now int64, key string, args ...string) batchCall {
-	c := batchCall{head: s.sessionArgs(now, "0", s.limit), keys: []string{key}, args: args}
-	if !s.cluster {
-		c.shared, c.head[5] = []string{s.k.index()}, "1"
+	if s.cluster {
+		return batchCall{head: s.sessionArgs(now, "0", s.limit), keys: []string{key}, args: args}
 	}
-	return c
+	return batchCall{shared: []string{s.k.index()}, head: s.sessionArgs(now, "1", s.limit), keys: []string{key}, args: args}
 }
 
 // quiet reports whether a visit of the session whose login is l and
