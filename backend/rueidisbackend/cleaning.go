@@ -192,7 +192,7 @@ func (s *store) cleanOnServer(ctx context.Context, keep, max int, start float64,
 		switch {
 		case settling:
 			calls = append(calls, s.settleCall(entries, reach, start, idle))
-			if s.settling.Load() {
+			if s.settleKnown.Load() {
 				limit = min(max-removed-len(entries), cleanBatch)
 			}
 		case read:
@@ -216,8 +216,8 @@ func (s *store) cleanOnServer(ctx context.Context, keep, max int, start float64,
 			if err != nil {
 				return removed, err
 			}
-			if !s.settling.Load() {
-				s.settling.Store(true)
+			if !s.settleKnown.Load() {
+				s.settleKnown.Store(true)
 			}
 		}
 		switch {

@@ -43,7 +43,7 @@ import (
 // While the connection is not tracking (before it has started, after it
 // broke) the tables serve nothing, and the marks and sessions are read
 // through the client-side cache. A broken connection is dialled again,
-// after a pause that grows to maxMarkPause. There are no tables with a
+// after a pause that grows to maxRedialPause. There are no tables with a
 // client without client-side caching (DisableCache, or CacheTTL < 0), on
 // a server that refuses CLIENT TRACKING, where no probe is ever heard, in
 // a cluster, whose marks live on every master, and with Sentinel, whose
@@ -100,10 +100,10 @@ type markRead struct {
 }
 
 const (
-	minMarkPause = 50 * time.Millisecond // before the connection is dialled again
-	maxMarkPause = 5 * time.Second
-	probeEvery   = time.Second
-	probeWait    = time.Second
+	minRedialPause = 50 * time.Millisecond // before the connection is dialled again
+	maxRedialPause = 5 * time.Second
+	probeEvery     = time.Second
+	probeWait      = time.Second
 )
 
 // newTracker returns the tracker of the marks and sessions under prefix,
@@ -282,7 +282,7 @@ func (t *tracker) key(b int) string { return t.prefix + itoa(b) + "}" }
 func (t *tracker) track(ctx context.Context, c rueidis.Client) {
 	defer close(t.done)
 	heardOnce := false
-	pause := minMarkPause
+	pause := minRedialPause
 	for first := true; ; first = false {
 		t.mu.Lock()
 		hook := t.redialHook
@@ -298,15 +298,15 @@ func (t *tracker) track(ctx context.Context, c rueidis.Client) {
 		if ctx.Err() != nil || errors.Is(err, rueidis.ErrClosing) || errors.Is(err, errCannotTrack) {
 			return
 		}
-		if time.Since(began) > maxMarkPause {
-			pause = minMarkPause // it had been up a while: not a connection refused at once
+		if time.Since(began) > maxRedialPause {
+			pause = minRedialPause // it had been up a while: not a connection refused at once
 		}
 		select {
 		case <-time.After(pause):
 		case <-ctx.Done():
 			return
 		}
-		pause = min(2*pause, maxMarkPause)
+		pause = min(2*pause, maxRedialPause)
 	}
 }
 

@@ -75,7 +75,8 @@ type written struct {
 
 const forgetAfter = 10 * time.Second
 
-var seed = maphash.MakeSeed()
+// digestSeed seeds the hashes of values (records are keyed by recordSeeds).
+var digestSeed = maphash.MakeSeed()
 
 // ownClock returns the time on the process's monotonic clock.
 func ownClock() time.Duration { return time.Since(ownEpoch) }
@@ -88,7 +89,7 @@ func (o *ownWrites) shard(r record) *ownShard {
 
 // wrote records that the key r names now holds value.
 func (o *ownWrites) wrote(r record, value []byte) {
-	o.put(r, written{sum: maphash.Bytes(seed, value)})
+	o.put(r, written{sum: maphash.Bytes(digestSeed, value)})
 }
 
 // wroteArray records that a read of the key r names answers the array
@@ -216,14 +217,14 @@ func absent(msg rueidis.RedisMessage) bool {
 // or a map's fields and values in field order.
 func digest(msg rueidis.RedisMessage) (uint64, bool) {
 	if b, err := msg.AsBytes(); err == nil {
-		return maphash.Bytes(seed, b), true
+		return maphash.Bytes(digestSeed, b), true
 	}
 	if msg.IsArray() {
 		elems, _ := msg.ToArray()
 		return digestArray(elems)
 	}
 	var h maphash.Hash
-	h.SetSeed(seed)
+	h.SetSeed(digestSeed)
 	m, err := msg.AsStrMap()
 	if err != nil {
 		return 0, false
@@ -246,7 +247,7 @@ func digest(msg rueidis.RedisMessage) (uint64, bool) {
 // digestArray hashes the elements of an array reply, strings or nils.
 func digestArray(elems []rueidis.RedisMessage) (uint64, bool) {
 	var h maphash.Hash
-	h.SetSeed(seed)
+	h.SetSeed(digestSeed)
 	h.WriteString("array\x00")
 	for _, e := range elems {
 		if e.IsNil() {

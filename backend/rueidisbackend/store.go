@@ -147,9 +147,9 @@ type store struct {
 	stampMu   sync.Mutex
 	lastStamp float64
 
-	// settling is whether the server has run cleanSettle for this store,
+	// settleKnown is whether the server has run cleanSettle for this store,
 	// so that a read pipelined after it runs after it (see cleanOnServer).
-	settling atomic.Bool
+	settleKnown atomic.Bool
 
 	// renewHook, if set (by tests), runs between RenewSession's two steps;
 	// an error it returns fails the second step.
