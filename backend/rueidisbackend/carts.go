@@ -28,7 +28,7 @@ func (s *store) writeCart(ctx context.Context, token, item string, n int, mode s
 		keys: []string{key},
 		args: []string{item, itoa(n), mode},
 	})
-	s.own.changed(recordOf(key).all()) // until the cache has heard, Cart reads the server (the login and recent items stay)
+	s.cartOrValuesWritten(key)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -72,7 +72,7 @@ func (s *store) IncrementCart(ctx context.Context, token, item string, n int) (i
 // Cart implements driver.Store: the session's cart lines, read through the
 // client-side cache.
 func (s *store) Cart(ctx context.Context, token string) (map[string]int, error) {
-	fields, err := s.liveFields(ctx, token, s.k.session(token))
+	fields, err := s.liveFields(ctx, token)
 	if fields == nil || err != nil {
 		return nil, err
 	}

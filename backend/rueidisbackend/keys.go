@@ -74,8 +74,12 @@ func (k keys) claim(name string) string { return k.prefix + "claim:{" + tag(name
 
 // tokenOf returns the token whose session is key, undoing tag; ok is
 // false if key is no session key of this prefix.
-func (k keys) tokenOf(key string) (token string, ok bool) {
-	t, ok := strings.CutPrefix(key, k.prefix+"session:{")
+func (k keys) tokenOf(key string) (token string, ok bool) { return k.tagOf(key, "session") }
+
+// tagOf returns what a key of this prefix named kind+":{TAG}" names, undoing
+// tag; ok is false if key is no such key.
+func (k keys) tagOf(key, kind string) (string, bool) {
+	t, ok := strings.CutPrefix(key, k.prefix+kind+":{")
 	if !ok || !strings.HasSuffix(t, "}") {
 		return "", false
 	}

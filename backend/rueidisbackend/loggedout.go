@@ -3,7 +3,6 @@ package rueidisbackend
 import (
 	"context"
 	"strconv"
-	"strings"
 
 	"github.com/redis/rueidis"
 )
@@ -96,13 +95,7 @@ func (s *store) raiseMarkCall(user string, at, ttl int64) call {
 
 // userOfLoggedOut returns the user whose loggedOut key is key; ok is false
 // if key is no such key of this prefix.
-func (k keys) userOfLoggedOut(key string) (user string, ok bool) {
-	t, ok := strings.CutPrefix(key, k.prefix+"loggedout:{")
-	if !ok || !strings.HasSuffix(t, "}") {
-		return "", false
-	}
-	return untag.Replace(t[:len(t)-1]), true
-}
+func (k keys) userOfLoggedOut(key string) (user string, ok bool) { return k.tagOf(key, "loggedout") }
 
 // logoutEverywhere records that the user's sessions logged in at or before
 // now are over, keeping a later instant already recorded (and a longer

@@ -30,7 +30,7 @@ local function refresh(key, token, seen, item)
     redis.call('HSET', key, 'seen', seen, 'recent', recent)
     return {OK, s.user, s.login, recent, false}
   end
-  local login = s.created .. ' ' .. NEWD .. ' ' .. s.user
+  local login = loginNow(s.created, s.user)
   if recent then
     redis.call('HSET', key, 'login', login, 'seen', seen, 'recent', recent)
   else

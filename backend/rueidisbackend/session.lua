@@ -106,6 +106,13 @@ local function due(deadline)
   return NOW - (deadline - IDLE) >= TOUCH
 end
 
+-- loginNow returns the login of a session with the created field created
+-- (with its lifetime, if any) and user, written now: its coarse deadline
+-- is NEWD.
+local function loginNow(created, user)
+  return created .. ' ' .. NEWD .. ' ' .. user
+end
+
 -- keyTTL is the TTL in ms of the key of a session created at createdMs
 -- with lifetime life whose login holds deadline (see state.go), formatted
 -- as an integer: at least 1, since a TTL of 0 deletes and another

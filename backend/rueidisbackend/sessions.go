@@ -18,7 +18,7 @@ import (
 // round trip is made; past it, the exact last-seen time is read from the
 // server.
 func (s *store) CheckToken(ctx context.Context, token string) (string, bool, error) {
-	l, _, live, err := s.liveSession(ctx, token, s.k.session(token))
+	l, _, live, err := s.liveSession(ctx, token)
 	return l.user, live, err
 }
 
@@ -415,7 +415,7 @@ func (s *store) relist(ctx context.Context, token, user, cstamp, v string) error
 // client-side cache: with TouchEvery, it changes only on a new item or a
 // touch.
 func (s *store) RecentItems(ctx context.Context, token string) ([]string, error) {
-	_, recent, live, err := s.liveSession(ctx, token, s.k.session(token))
+	_, recent, live, err := s.liveSession(ctx, token)
 	if !live || err != nil {
 		return nil, err
 	}

@@ -117,17 +117,9 @@ func (t *tracker) readSession(ctx context.Context, key string, r record) (e sess
 		refuse(refused, err)
 		return sessionEntry{}, false, false, nil
 	}
-	v, has, err := optString(f[0])
-	if err != nil || !has {
+	if e, found, err = sessionEntryOf(f); !found || err != nil {
 		return sessionEntry{}, false, true, err
 	}
-	if e.l, has = parseLogin(v); !has {
-		return sessionEntry{}, false, true, nil // not written by this version: no session
-	}
-	if e.recent, _, err = optString(f[1]); err != nil {
-		return sessionEntry{}, false, true, err
-	}
-	e.bytes = sessionEntryBytes + len(v) + len(e.recent)
 	e.until = time.Now().Add(t.ttl)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()

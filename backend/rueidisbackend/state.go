@@ -1,7 +1,6 @@
 package rueidisbackend
 
 import (
-	"cmp"
 	"context"
 	_ "embed"
 	"fmt"
@@ -214,18 +213,32 @@ func (s *store) cachedSession(ctx context.Context, key string) (l login, recent 
 		return login{}, "", false, err
 	}
 	f, err := msg.ToArray()
-	if err != nil || len(f) != 2 {
-		return login{}, "", false, cmp.Or(err, errShortReply)
+	if err != nil {
+		return login{}, "", false, err
+	}
+	e, found, err := sessionEntryOf(f)
+	return e.l, e.recent, found, err
+}
+
+// sessionEntryOf parses a reply to HMGET key login recent into a table
+// entry (but for its until); found is false if there is no session, or
+// one this version did not write.
+func sessionEntryOf(f []rueidis.RedisMessage) (e sessionEntry, found bool, err error) {
+	if len(f) != 2 {
+		return sessionEntry{}, false, errShortReply
 	}
 	v, ok, err := optString(f[0])
 	if !ok || err != nil {
-		return login{}, "", false, err
+		return sessionEntry{}, false, err
 	}
-	if l, ok = parseLogin(v); !ok {
-		return login{}, "", false, nil // not written by this version: no session
+	if e.l, ok = parseLogin(v); !ok {
+		return sessionEntry{}, false, nil // not written by this version: no session
 	}
-	recent, _, err = optString(f[1])
-	return l, recent, err == nil, err
+	if e.recent, _, err = optString(f[1]); err != nil {
+		return sessionEntry{}, false, err
+	}
+	e.bytes = sessionEntryBytes + len(v) + len(e.recent)
+	return e, true, nil
 }
 
 // cachedFields reads all of the session's hash (its cart and values among
@@ -254,6 +267,13 @@ func (s *store) sessionWritten(key string, deleted bool) {
 	}
 }
 
+// cartOrValuesWritten records that this process wrote (or may have written)
+// the cart or the values of the session in key: until the client-side
+// cache has heard, Cart and Value read the session's hash from the server.
+// The login and recent items stay, and so do their cached reads and the
+// tracker's table.
+func (s *store) cartOrValuesWritten(key string) { s.own.changed(recordOf(key).all()) }
+
 // sessionHolds records that the session in key holds the login and
 // recent items view (as HMGET key login recent answers), as a script that
 // read or wrote it answered, and, if wrote, that its other fields may have
@@ -267,10 +287,11 @@ func (s *store) sessionHolds(key string, view []rueidis.RedisMessage, wrote bool
 	}
 }
 
-// liveSession reports whether token's session, in key, is live, and
-// returns its login and recent items, read from process memory (see
-// cachedSession and stillLive).
-func (s *store) liveSession(ctx context.Context, token, key string) (l login, recent string, live bool, err error) {
+// liveSession reports whether token's session is live, and returns its
+// login and recent items, read from process memory (see cachedSession and
+// stillLive).
+func (s *store) liveSession(ctx context.Context, token string) (l login, recent string, live bool, err error) {
+	key := s.k.session(token)
 	l, recent, found, err := s.cachedSession(ctx, key)
 	if !found || err != nil {
 		return login{}, "", false, err
@@ -281,11 +302,12 @@ func (s *store) liveSession(ctx context.Context, token, key string) (l login, re
 	return l, recent, true, nil
 }
 
-// liveFields returns all of token's session hash, in key, read through the
+// liveFields returns all of token's session hash, read through the
 // client-side cache, or nil if the session is not live (see stillLive):
 // one cached read for the cart and the values, which the hash holds beside
 // the login.
-func (s *store) liveFields(ctx context.Context, token, key string) (map[string]string, error) {
+func (s *store) liveFields(ctx context.Context, token string) (map[string]string, error) {
+	key := s.k.session(token)
 	fields, err := s.cachedFields(ctx, key)
 	if err != nil {
 		return nil, err

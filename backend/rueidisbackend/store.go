@@ -137,7 +137,7 @@ type store struct {
 	life     int64 // Lifetime in ms
 	cluster  bool
 	batches  struct{ refresh, update, cart *batcher } // nil in a cluster (see batch.go)
-	deferred deferred                                 // index and view writes waiting for their node (see deferred.go)
+	deferred deferred                                 // index entries waiting for their node (see deferred.go)
 	tracker  *tracker                                 // nil but on a standalone client with caching (see marks.go)
 
 	// IdleTimeout, TouchEvery, Lifetime and TTLSlack in ms, formatted for

@@ -37,9 +37,9 @@ local function update(key, users, token, seen, user, item, out)
       local created
       created, cstamp = createdOf(seen)
       createdMs, life, replaced = NOW, LIFE, s.login
-      login = created .. ' ' .. NEWD .. ' ' .. user
+      login = loginNow(created, user)
     elseif due(s.deadline) then
-      login = s.created .. ' ' .. NEWD .. ' ' .. user
+      login = loginNow(s.created, user)
     end
     seen = newerSeen(s.seen, seen)
   else
@@ -50,7 +50,7 @@ local function update(key, users, token, seen, user, item, out)
     local created
     created, cstamp = createdOf(seen)
     fresh, createdMs, life, s = 1, NOW, LIFE, nil
-    login = created .. ' ' .. NEWD .. ' ' .. user
+    login = loginNow(created, user)
   end
   local recent = withItem(s and s.recent, item, limit)
   if login and recent then

@@ -21,7 +21,7 @@ func (s *store) SetValue(ctx context.Context, token, key string, value []byte) (
 	k := s.k.session(token)
 	reply, err := s.do(ctx, s.scriptCall(setValue, []string{k},
 		s.sessionArgs(s.nowMs(), key, string(value), maxSessionValues)))[0].ToArray()
-	s.own.changed(recordOf(k).all()) // the login and recent items stay
+	s.cartOrValuesWritten(k)
 	if err != nil {
 		return 0, err
 	}
@@ -58,7 +58,7 @@ func (s *store) Value(ctx context.Context, token, key string) ([]byte, bool, err
 // cachedValue reads the value under key of token's live session through
 // the client-side cache.
 func (s *store) cachedValue(ctx context.Context, token, key string) (string, bool, error) {
-	fields, err := s.liveFields(ctx, token, s.k.session(token))
+	fields, err := s.liveFields(ctx, token)
 	if fields == nil || err != nil {
 		return "", false, err
 	}
@@ -81,7 +81,7 @@ func (s *store) PopValue(ctx context.Context, token, key string) ([]byte, bool, 
 	}
 	k := s.k.session(token)
 	reply, err := s.do(ctx, s.scriptCall(popValue, []string{k}, s.sessionArgs(s.nowMs(), key)))[0].ToArray()
-	s.own.changed(recordOf(k).all()) // the login and recent items stay
+	s.cartOrValuesWritten(k)
 	if err != nil {
 		return nil, false, err
 	}
@@ -114,6 +114,6 @@ var deleteValue = newScript(deleteValueSrc)
 func (s *store) DeleteValue(ctx context.Context, token, key string) error {
 	k := s.k.session(token)
 	err := s.do(ctx, s.scriptCall(deleteValue, []string{k}, []string{key}))[0].Error()
-	s.own.changed(recordOf(k).all()) // the login and recent items stay
+	s.cartOrValuesWritten(k)
 	return err
 }
