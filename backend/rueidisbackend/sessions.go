@@ -134,7 +134,7 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 	msg, err := s.runBatched(ctx, s.batches.refresh, refreshSession, s.sessionCall(now, key,
 		token, seenValue(stamp, now), item))
 	if err != nil {
-		// The script may have run all the same (see UpdateToken).
+		// The script may have run all the same (see updateToken).
 		s.sessionWritten(key, false)
 		return "", false, err
 	}
