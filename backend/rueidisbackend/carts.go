@@ -51,7 +51,7 @@ func (s *store) writeCart(ctx context.Context, token, item string, n int, mode s
 	}
 	// A session its user logged out of everywhere is absent: it goes, and
 	// what was just written with it.
-	if out, err := s.revokedLogin(ctx, token, user, created); out || err != nil {
+	if out, err := s.endIfRevoked(ctx, token, user, created); out || err != nil {
 		return 0, driver.NoSession, err
 	}
 	return int(count), st, nil

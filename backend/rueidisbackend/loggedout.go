@@ -182,27 +182,28 @@ func (s *store) loggedOutArg(ctx context.Context, user string) (string, error) {
 	return v, err
 }
 
-// revokedToken reports whether token names a session whose user logged out
-// everywhere after it was logged in (see revoked), reading its login
-// through the client-side cache. Every call treats such a session as
-// absent, and removes it (see revokedLogin): the reads and RenewSession
-// ask before they act; UpdateToken's script, which reads the instant on a
-// single server and is passed it in a cluster, replaces such a session;
-// the cart and value writes ask after their
-// script, which answers the session's user and login, and then report
-// that there was no session.
-func (s *store) revokedToken(ctx context.Context, token string) (bool, error) {
+// endTokenIfRevoked reports whether token names a session whose user
+// logged out everywhere after it was logged in (see revoked), reading its
+// login through the client-side cache, and if so ends it (see
+// endIfRevoked). Every call treats such a session as absent: the reads and
+// RenewSession ask before they act; UpdateToken's script, which reads the
+// instant on a single server and is passed it in a cluster, replaces such
+// a session; the cart and value writes ask after their script, which
+// answers the session's user and login, and then report that there was no
+// session.
+func (s *store) endTokenIfRevoked(ctx context.Context, token string) (bool, error) {
 	l, _, found, err := s.cachedSession(ctx, s.k.session(token))
 	if !found || err != nil {
 		return false, err
 	}
-	return s.revokedLogin(ctx, token, l.user, l.created)
+	return s.endIfRevoked(ctx, token, l.user, l.created)
 }
 
-// revokedLogin is revoked for token's session, which it removes if it is
-// over, as calls remove an expired session they meet: so that
-// SessionCount stops counting it, whether or not the user's index found it.
-func (s *store) revokedLogin(ctx context.Context, token, user string, created int64) (bool, error) {
+// endIfRevoked reports whether token's session, of user and logged in at
+// the created ms, is revoked (see revoked), and if so ends it (Logout), as
+// calls remove an expired session they meet: so that SessionCount stops
+// counting it, whether or not the user's index found it.
+func (s *store) endIfRevoked(ctx context.Context, token, user string, created int64) (bool, error) {
 	out, err := s.revoked(ctx, user, created)
 	if !out || err != nil {
 		return false, err

@@ -40,7 +40,7 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string, 
 	// The login's instant is when the call began: a LogoutUser of user
 	// that began in the same millisecond or later ends the new session.
 	stamp, now := s.nextStamp()
-	if out, err := s.revokedToken(ctx, token); out || err != nil {
+	if out, err := s.endTokenIfRevoked(ctx, token); out || err != nil {
 		return driver.NoSession, err
 	}
 	oldKey := s.k.session(token)

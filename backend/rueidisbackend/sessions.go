@@ -76,7 +76,7 @@ func (s *store) start(ctx context.Context, token, user, seen, login string, fiel
 		// The script cannot tell a session that its user logged out of
 		// everywhere (the instant is under the user's key): such a one is
 		// absent, and goes, and the script runs again.
-		if out, err := s.revokedToken(ctx, token); !out || err != nil {
+		if out, err := s.endTokenIfRevoked(ctx, token); !out || err != nil {
 			return driver.Exists, "", err
 		}
 		if res, err = s.do(ctx, s.scriptCall(startSession, keys, args))[0].ToArray(); err != nil {
@@ -123,7 +123,7 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 	if l, recent, found, err := s.cachedSession(ctx, key); err != nil {
 		return "", false, err
 	} else if found {
-		if out, err := s.revokedLogin(ctx, token, l.user, l.created); out || err != nil {
+		if out, err := s.endIfRevoked(ctx, token, l.user, l.created); out || err != nil {
 			return "", false, err
 		}
 		if s.quiet(l, recent, item) {

@@ -326,7 +326,7 @@ func (s *store) liveFields(ctx context.Context, token string) (map[string]string
 // through the client-side cache, is live: before the login's coarse
 // deadline the session is surely live (within its lifetime), and only past
 // it is the exact last-seen time read from the server. A session its user
-// logged out of everywhere is not live, and goes (see revokedLogin).
+// logged out of everywhere is not live, and goes (see endIfRevoked).
 func (s *store) stillLive(ctx context.Context, token, key string, l login) (bool, error) {
 	now := s.nowMs()
 	if now >= l.created+s.lifeOf(l) {
@@ -344,7 +344,7 @@ func (s *store) stillLive(ctx context.Context, token, key string, l login) (bool
 			return false, nil
 		}
 	}
-	if out, err := s.revokedLogin(ctx, token, l.user, l.created); out || err != nil {
+	if out, err := s.endIfRevoked(ctx, token, l.user, l.created); out || err != nil {
 		return false, err
 	}
 	return true, nil

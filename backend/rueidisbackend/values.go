@@ -39,7 +39,7 @@ func (s *store) SetValue(ctx context.Context, token, key string, value []byte) (
 	}
 	// A session its user logged out of everywhere is absent: it goes, and
 	// the value just written with it.
-	if out, err := s.revokedLogin(ctx, token, user, created); out || err != nil {
+	if out, err := s.endIfRevoked(ctx, token, user, created); out || err != nil {
 		return driver.NoSession, err
 	}
 	return st, nil
