@@ -1,6 +1,8 @@
 package rueidisbackend_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -157,5 +159,91 @@ func TestDegraded_AStalledNodeHoldsUpNoRowClaim(t *testing.T) {
 	}
 	if n, err := c.Do(bg, c.B().Hlen().Key(prefix+"{rows}:dropped").Build()).AsInt64(); err != nil || n != 0 {
 		t.Errorf("HLEN {rows}:dropped after the stall = %d, %v, want 0", n, err)
+	}
+}
+
+// TestDegraded_RenewSessionKeepsTheCartWhileTheIndexNodeIsDown logs a guest
+// with a cart in (RenewSession, as SessionManager.Login does) while the
+// master of the session index is down and the masters of both sessions and
+// of the user's index answer, as in the first seconds of a failover. The
+// contract (renew.go): RenewSession either succeeds, the new session holding
+// the cart, or returns an error leaving the old session unchanged and
+// working. Found by TestChaos_KillMasterUnderShopLoad (examples/internal/
+// webshop): the old session was deleted, then removing its index entry
+// failed and RenewSession returned that error, so the caller handed out no
+// token and the visitor lost session and cart.
+func TestDegraded_RenewSessionKeepsTheCartWhileTheIndexNodeIsDown(t *testing.T) {
+	cl, err := redistest.StartCluster(3, "--cluster-require-full-coverage", "no")
+	if err != nil {
+		unavailable(t, "Redis Cluster", err)
+	}
+	defer cl.Close()
+	addrs := cl.Addrs()
+	c := newClient(t, rueidis.ClientOption{InitAddress: addrs})
+	const prefix = "rd:"
+	s := mustNew(t, c, rueidisbackend.Options{Prefix: prefix})
+	down := owner(t, c, addrs, prefix+"{sessions}:seen")
+	sessionKey := func(token string) string { return prefix + "session:{" + retail.SessionID(token) + "}" }
+	// Both sessions and the user's index away from the index's node.
+	pick := func(format string, key func(string) string) string {
+		for i := 0; ; i++ {
+			if v := fmt.Sprintf(format, i); owner(t, c, addrs, key(v)) != down {
+				return v
+			}
+		}
+	}
+	guest := pick("guest-%d", sessionKey)
+	renewed := pick("renewed-%d", sessionKey)
+	user := pick("alice-%d", func(u string) string { return prefix + "user:{" + u + "}" })
+
+	if _, err := s.StartSession(bg, guest, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddToCart(bg, guest, "kettle", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Kill(down); err != nil {
+		t.Fatal(err)
+	}
+
+	// Calls to the dead node wait for it until their context ends, as a
+	// request's do.
+	ctx, cancel := context.WithTimeout(bg, 2*time.Second)
+	defer cancel()
+	ok, err := s.RenewSession(ctx, guest, renewed, user)
+	t.Logf("RenewSession with the index's node down = %v, %v", ok, err)
+	// A logged-in session's calls need the node of its user's logout mark
+	// too (see "Failover"), which may be the one down: look once it is back
+	// (empty, without replicas; neither session lived there).
+	if err := cl.Restart(down); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		oldCart, newCart map[string]int
+		oldErr, newErr   error
+		oldLive          bool
+	)
+	waitFor(t, func() bool {
+		ctx, cancel := context.WithTimeout(bg, time.Second)
+		defer cancel()
+		oldCart, oldErr = s.Cart(ctx, guest)
+		_, oldLive, _ = s.CheckToken(ctx, guest)
+		newCart, newErr = s.Cart(ctx, renewed)
+		return oldErr == nil && (newErr == nil || errors.Is(newErr, retail.ErrNoSession))
+	})
+	t.Logf("old session: live %v, cart %v (%v); new session: cart %v (%v)", oldLive, oldCart, oldErr, newCart, newErr)
+	switch {
+	case err == nil && ok:
+		if newCart["kettle"] != 2 {
+			t.Errorf("RenewSession succeeded, but the new session's cart = %v, %v; want kettle:2", newCart, newErr)
+		}
+	case err != nil:
+		if !oldLive || oldCart["kettle"] != 2 {
+			t.Errorf("RenewSession failed (%v) and the old session is live %v with cart %v (%v): "+
+				"the caller hands out no new token, so the visitor lost the session and its cart; "+
+				"want the old session unchanged and working", err, oldLive, oldCart, oldErr)
+		}
+	default:
+		t.Errorf("RenewSession = %v, nil for a live guest session", ok)
 	}
 }

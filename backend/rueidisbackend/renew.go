@@ -23,7 +23,8 @@ var readSession = sessionScript(readSrc)
 //     its recent items, cart and values (unless newToken names a live
 //     session), and index it.
 //  2. Delete the old session; then remove its entries from the indexes
-//     (the new one's were written in step 1).
+//     (the new one's were written in step 1). Once the old session is
+//     deleted, the call succeeds whether or not the removals do.
 //
 // Between the steps both tokens are live, so a concurrent CheckToken finds
 // one of them whenever it runs. If the process stops between the steps (a
@@ -129,10 +130,35 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string, 
 	if !ok {
 		return driver.NoSession, s.Logout(ctx, newToken)
 	}
+	// The old session is gone and the new one holds what it held: the
+	// caller must hand out the new token whatever happens next (failing
+	// would leave the visitor with neither session). Removing the old
+	// session's index entries only tidies up: entries without a session
+	// are removed by cleaning and RepairSessions (the session index), or
+	// never returned and pruned (a user's index). Waiting for a node that
+	// is down would spend the deadline the caller still needs
+	// (SessionManager writes the new session's cookie record next), so the
+	// tidying gets renewCleanupWait, and a second try in the background.
 	calls = s.unindexEnded([]ended{e})
 	calls = append(calls, s.unindexDropped(newToken, dropped, newUser)...)
-	return driver.OK, s.send(ctx, calls)
+	if len(calls) > 0 {
+		cctx, cancel := context.WithTimeout(ctx, renewCleanupWait)
+		err := s.send(cctx, calls)
+		cancel()
+		if err != nil {
+			s.cleanups.run(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				s.send(ctx, calls)
+			})
+		}
+	}
+	return driver.OK, nil
 }
+
+// renewCleanupWait bounds how long RenewSession waits, once the new session
+// holds the old one's data, for the old one's index entries to be removed.
+const renewCleanupWait = 200 * time.Millisecond
 
 // withLabel returns the field-value pairs fields with label as the label.
 func withLabel(fields []string, label string) []string {

@@ -126,7 +126,7 @@ type Store struct {
 // store is the driver under Store.
 type store struct {
 	c        rueidis.Client
-	cleanups cleanups // the deletes of rows' copies after failed calls (see SetScheduledRow)
+	cleanups cleanups // work failed calls leave behind (see SetScheduledRow, RenewSession)
 	k        keys
 	clock    retail.Clock
 	limit    string // RecentLimit, formatted for scripts
