@@ -80,8 +80,10 @@
 // safety net Options.TTLSlack (a minute by default) beyond that moment: a
 // page its TTL plus the slack; a session until its idle deadline or
 // lifetime, plus the slack, plus at most TouchEvery; a user's index a
-// lifetime plus the slack after its newest entry. Cached rows, which end
-// when they are unscheduled, and the shared sets (the session index, the
+// lifetime plus the slack after its newest entry. A process's last view
+// flush number ({views}:flushed:P) goes an hour after the flush
+// (driver.ViewFlushMemory). Cached rows, which end when they are
+// unscheduled, and the shared sets (the session index, the
 // view counts, the row schedule, {rows}:dropped) have none. With a clock
 // slower than real time, such as retail.ManualClock, keys can go before
 // their entry ends only if it is held for its life plus TTLSlack of real
