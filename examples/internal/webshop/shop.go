@@ -29,8 +29,12 @@ var templateFS embed.FS
 
 var templates = template.Must(template.ParseFS(templateFS, "templates.html"))
 
-// popularCount is how many items the home page lists as popular.
-const popularCount = 5
+// popularCount is how many items the home page lists as popular, and
+// popularWait how long it waits for them at most.
+const (
+	popularCount = 5
+	popularWait  = 500 * time.Millisecond
+)
 
 // maxCount is the largest quantity of one item a cart takes.
 const maxCount = 99
@@ -301,10 +305,18 @@ func (s *shop) home(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := homePage{common: c}
-	top, err := s.store.TopItems(r.Context(), popularCount)
+	// The popular items are worth a moment of the page, not the page: while
+	// the view counts' Redis node is down (a failover, say) the home page
+	// lists the catalog without them.
+	ctx, cancel := context.WithTimeout(r.Context(), popularWait)
+	top, err := s.store.TopItems(ctx, popularCount)
+	cancel()
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		if r.Context().Err() != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.log.WarnContext(r.Context(), "shop: the home page goes without its popular items", "err", err)
 	}
 	for _, iv := range top {
 		if _, ok := s.catalog[iv.Item]; ok {

@@ -817,6 +817,30 @@ func (s stalledStore) Page(ctx context.Context, key string) ([]byte, bool, error
 	return nil, false, ctx.Err()
 }
 
+// rankingDownStore is a Store whose view counts do not answer, as while
+// their Redis node fails over.
+type rankingDownStore struct{ retail.Store }
+
+func (s rankingDownStore) TopItems(ctx context.Context, n int) ([]retail.ItemViews, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// The home page lists the catalog, without the popular items, while the
+// view counts do not answer, rather than fail.
+func TestShop_TheHomePageGoesWithoutThePopularItemsWhileTheyDoNotAnswer(t *testing.T) {
+	store, err := memory.New(memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	s := newTestShopOn(t, rankingDownStore{store}, shopOptions{RequestTimeout: 2 * time.Second})
+	p := s.visitor().get("/")
+	if p.status != http.StatusOK || !strings.Contains(p.body, "Electric kettle") {
+		t.Errorf("GET / while the view counts do not answer = %d, want 200 with the catalog; body:\n%s", p.status, p.body)
+	}
+}
+
 // A request whose store does not answer ends at the shop's request timeout
 // with an error page, rather than hang for as long as the store does.
 func TestShop_AStalledStoreFailsRequestsAtTheDeadline(t *testing.T) {
