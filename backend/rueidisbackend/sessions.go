@@ -256,65 +256,83 @@ func (s *store) updateToken(ctx context.Context, token, user, item string) (was 
 		return login{}, err
 	}
 	s.sessionHolds(key, reply[1:3], true)
-	fresh, err := reply[0].AsInt64()
+	u, err := updatedOf(reply)
 	if err != nil {
 		return login{}, err
 	}
-	prev, replaced, err := optString(reply[4])
-	if err != nil {
-		return login{}, err
-	}
-	if fresh == 0 && replaced {
-		was, _ = parseLogin(prev)
-	}
-	entry, moved, err := optString(reply[5])
-	if err != nil {
-		return was, err
+	if !u.fresh && u.replaced != "" {
+		was, _ = parseLogin(u.replaced)
 	}
 	var more []call
-	var cstamp string
-	if s.cluster && (fresh == 1 || replaced) && user != "" {
-		if cstamp, err = reply[3].ToString(); err != nil {
-			return was, err
-		}
-		more = append(more, s.addUserCall(user, token, cstamp))
+	if u.fresh || u.replaced != "" {
+		more = s.unindexDropped(token, u.replaced, user)
 	}
-	if fresh == 1 || replaced {
-		more = append(more, s.unindexDropped(token, prev, user)...)
+	if !s.cluster {
+		return was, s.send(ctx, more)
+	}
+	return was, s.indexUpdated(ctx, token, user, u, more)
+}
+
+// updated is what update.lua answers for a call, but for the login and
+// recent items.
+type updated struct {
+	fresh    bool   // the session is new
+	cstamp   string // its created stamp
+	replaced string // the login of the session it replaced or changed the user of; "" if none
+	stamp    string // its stamp if the login was written (its index entry is due to move), else ""
+}
+
+func updatedOf(reply []rueidis.RedisMessage) (u updated, err error) {
+	fresh, err1 := reply[0].AsInt64()
+	cstamp, err2 := reply[3].ToString()
+	replaced, _, err3 := optString(reply[4])
+	stamp, _, err4 := optString(reply[5])
+	return updated{fresh: fresh == 1, cstamp: cstamp, replaced: replaced, stamp: stamp}, errors.Join(err1, err2, err3, err4)
+}
+
+// indexUpdated writes, in a cluster, what an UpdateToken's script could not,
+// as it lives on other slots: with the calls more, the user's index entry
+// when the session is new or changed user, and the session index's entry
+// when the login was written (so most calls leave the index's master
+// alone). A login on a live session may then have to list it again (see
+// relist).
+func (s *store) indexUpdated(ctx context.Context, token, user string, u updated, more []call) error {
+	if (u.fresh || u.replaced != "") && user != "" {
+		more = append([]call{s.addUserCall(user, token, u.cstamp)}, more...)
 	}
 	switch {
-	case !s.cluster || !moved:
+	case u.stamp == "":
 		if err := s.send(ctx, more); err != nil {
-			return was, err
+			return err
 		}
-	case fresh == 1:
-		e, err := strconv.ParseFloat(entry, 64)
+	case u.fresh:
+		e, err := strconv.ParseFloat(u.stamp, 64)
 		if err != nil {
-			return was, err
+			return err
 		}
-		return was, s.indexNew(ctx, token, e, user, cstamp, more)
+		return s.indexNew(ctx, token, e, user, u.cstamp, more)
 	default:
 		// The session was live: its entry is only raised, never created
 		// (see bumpCall), so that a Logout landing in between leaves none;
 		// a failed raise is left to cleaning, which moves lagging entries
 		// up.
-		res := s.withDeferred(ctx, append([]call{s.bumpCall(token, entry)}, more...)...)
+		res := s.withDeferred(ctx, append([]call{s.bumpCall(token, u.stamp)}, more...)...)
 		for _, r := range res[1:] {
 			if err := r.Error(); err != nil {
-				return was, err
+				return err
 			}
 		}
 	}
-	if !s.cluster || !replaced || user == "" {
-		return was, nil
+	if u.replaced == "" || user == "" {
+		return nil
 	}
 	// A login on a live session wrote the user's index entry as a new
 	// session does, and may have landed as late (see indexNew).
 	v, found, err := s.loginOf(ctx, token)
 	if !found || err != nil {
-		return was, err
+		return err
 	}
-	return was, s.relist(ctx, token, user, cstamp, v)
+	return s.relist(ctx, token, user, u.cstamp, v)
 }
 
 // updateCall is UpdateToken's call of update.lua for token's session, in
