@@ -359,7 +359,7 @@ func TestBatch_WriteWhoseCallerLeftInFlightIsReadBack(t *testing.T) {
 // EVAL (counted with INFO commandstats).
 func TestBatch_ScriptFlushRunsEachCallOnce(t *testing.T) {
 	// Without a client-side cache, so that no logout marks' tracker sends
-	// scripts of its own (see marks.go) while the EVALs are counted.
+	// scripts of its own (see tracker.go) while the EVALs are counted.
 	g := newGatedStoreWith(t, rueidisbackend.Options{CacheTTL: -1})
 	s := g.s
 	admin := newClient(t, rueidis.ClientOption{InitAddress: []string{server.Addr()}, ForceSingleClient: true, DisableCache: true})

@@ -90,7 +90,7 @@ func LogoutMark(prefix, user string) string { return newKeys(prefix).logoutMark(
 func RetryDeferredNow(s *Store) { s.d.deferred.retry.Store(0) }
 
 // MarkTracking returns the CLIENT ID of the connection that keeps s's table
-// of logout marks fresh (see marks.go), and whether it is tracking.
+// of logout marks fresh (see tracker.go), and whether it is tracking.
 func MarkTracking(s *Store) (id int64, tracking bool) {
 	t := s.d.tracker
 	if t == nil {

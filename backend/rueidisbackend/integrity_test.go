@@ -387,7 +387,7 @@ func (c *countingClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.
 
 // markTracker reports whether args are a command that the tracker of a
 // Store's logout marks sends through its client, once and then every
-// second (see marks.go), rather than one of a call's.
+// second (see tracker.go), rather than one of a call's.
 func markTracker(args []string) bool {
 	return len(args) >= 2 && args[0] == "CLIENT" && args[1] == "TRACKINGINFO" ||
 		len(args) >= 4 && strings.HasPrefix(args[0], "EVAL") && strings.Contains(args[3], "logoutprobe:{")

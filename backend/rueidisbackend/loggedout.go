@@ -140,7 +140,7 @@ func (s *store) marked(ctx context.Context, user string, created int64) (bool, e
 }
 
 // mark returns the logout mark of bucket b, noMark if it has none, from
-// the tracker's table of marks (see marks.go), or else through the
+// the tracker's table of marks (see tracker.go), or else through the
 // client-side cache.
 func (s *store) mark(ctx context.Context, b int) (int64, error) {
 	if at, ok := s.tracker.mark(b); ok {

@@ -16,7 +16,7 @@ import (
 
 // markProcesses starts two Stores, A and B, on one real server and
 // prefix, and a session of alice's that A serves, with her bucket's mark,
-// from its table of marks (see marks.go); her user index misses the
+// from its table of marks (see tracker.go); her user index misses the
 // session, so that only the marks end it.
 func markProcesses(t *testing.T) (a, b *rueidisbackend.Store, c rueidis.Client, clock *retail.ManualClock) {
 	tg := targets[1]

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// On a single server the tracker (see marks.go) keeps the sessions' logins
+// On a single server the tracker (see tracker.go) keeps the sessions' logins
 // and recent items decoded too, the part of a session that CheckToken and
 // RefreshSession read on every page view. Read through the client-side
 // cache, a session costs a lookup in rueidis's cache and a parse, about

@@ -138,7 +138,7 @@ type store struct {
 	cluster  bool
 	batches  struct{ refresh, update, cart *batcher } // nil in a cluster (see batch.go)
 	deferred deferred                                 // index entries waiting for their node (see deferred.go)
-	tracker  *tracker                                 // nil but on a standalone client with caching (see marks.go)
+	tracker  *tracker                                 // nil but on a standalone client with caching (see tracker.go)
 
 	// IdleTimeout, TouchEvery, Lifetime and TTLSlack in ms, formatted for
 	// the session scripts (see sessionArgs).
@@ -235,7 +235,7 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 }
 
 // Close implements driver.Store. It tells the tracker of the sessions and
-// marks to stop, which closes its connection (see marks.go), and closes
+// marks to stop, which closes its connection (see tracker.go), and closes
 // nothing else: the caller owns the rueidis client.
 func (s *store) Close() error {
 	s.tracker.close()

@@ -44,7 +44,7 @@ func TestTouch_UnchangedVisitsSendNoCommand(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The tracker of the logout marks sends its setup commands
-			// first (and then a probe a second, see marks.go).
+			// first (and then a probe a second, see tracker.go).
 			waitFor(t, func() bool { _, tracking := rueidisbackend.MarkTracking(s); return tracking })
 			// Let the first reads fill the cache.
 			for range 3 {
