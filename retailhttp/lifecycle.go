@@ -163,9 +163,10 @@ func (m *SessionManager) Ensure(ctx context.Context, w http.ResponseWriter) (Ses
 // the Store returned it if the Store fails; then no cookie is set, and the
 // old session is unchanged, unless it was another user's, which is logged
 // out first (for a LoginWith with a Lifetime, right after the new session
-// starts, which is ended again if that logout fails), or the Store failed
-// after the login had moved it to its new token (recording or dropping
-// LoginWith's choice of cookie), which ends it.
+// starts, which is ended again if that logout fails). LoginWith records
+// its choice of cookie in the session before the session moves, so that
+// nothing is left to fail once the old token names no session; a new
+// session that the choice cannot be recorded in is ended.
 func (m *SessionManager) Login(ctx context.Context, w http.ResponseWriter, user string) (Session, error) {
 	return m.LoginWith(ctx, w, user, LoginOptions{})
 }
@@ -259,6 +260,39 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 	if err != nil {
 		return Session{}, err
 	}
+	// record writes the login's choice of cookie into token's session
+	// (see cookieKey).
+	record := func(token string) error {
+		switch {
+		case opts.BrowserSession:
+			err := m.store.SetValue(ctx, token, cookieKey, []byte(browserKind))
+			if err == nil && m.signer != nil {
+				err = m.store.SetValue(ctx, token, signedUntilKey, instantValue(expires))
+			}
+			return err
+		case opts.Lifetime != 0:
+			return m.store.SetValue(ctx, token, cookieKey, instantValue(expires))
+		default:
+			return m.store.DeleteValue(ctx, token, cookieKey)
+		}
+	}
+	// A login that renews the request's session records the choice in it
+	// before the move, which copies the values: once the old session is
+	// gone nothing is left to fail, so a failure (a Redis that stalls at
+	// the wrong moment) never leaves the visitor without the session and
+	// its cart. If the move fails, the old records are put back.
+	moves := rs.curOK && (rs.cur.User == "" || rs.cur.User == user)
+	var restore func()
+	if moves {
+		var err error
+		if restore, err = m.saveRecords(ctx, rs.cur.Token); err != nil {
+			return Session{}, err
+		}
+		if err := record(rs.cur.Token); err != nil {
+			restore()
+			return Session{}, err
+		}
+	}
 	renewed, started := false, false
 	switch {
 	case rs.curOK && rs.cur.User != "" && rs.cur.User != user:
@@ -284,11 +318,13 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 	case rs.curOK && sopts != (retail.SessionOptions{}):
 		renewed, err = m.store.RenewSessionFor(ctx, rs.cur.Token, s.Token, user, sopts)
 		if err != nil {
+			restore()
 			return Session{}, err
 		}
 	case rs.curOK:
 		renewed, err = m.store.RenewSession(ctx, rs.cur.Token, s.Token, user)
 		if err != nil {
+			restore()
 			return Session{}, err
 		}
 	}
@@ -298,15 +334,10 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 		}
 	}
 	switch {
-	case opts.BrowserSession:
-		err = m.store.SetValue(ctx, s.Token, cookieKey, []byte(browserKind))
-		if err == nil && m.signer != nil {
-			err = m.store.SetValue(ctx, s.Token, signedUntilKey, instantValue(expires))
-		}
-	case opts.Lifetime != 0:
-		err = m.store.SetValue(ctx, s.Token, cookieKey, instantValue(expires))
 	case renewed:
-		err = m.store.DeleteValue(ctx, s.Token, cookieKey)
+		// The move copied the records.
+	case opts.BrowserSession || opts.Lifetime != 0:
+		err = record(s.Token)
 	}
 	if err != nil {
 		// The session is logged in; without its record, Renew would set
@@ -324,6 +355,59 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 		sendCookie(w, m.cookie(value, max(int(maxAge/time.Second), 1)))
 	}
 	return s, nil
+}
+
+// savedRecord is a cookie record as saveRecords read it.
+type savedRecord struct {
+	key   string
+	value []byte
+	found bool
+}
+
+// saveRecords reads the cookie records (cookieKey, signedUntilKey) of
+// token's session and returns a function that puts them back as they were,
+// as best it can: a failure is logged.
+func (m *SessionManager) saveRecords(ctx context.Context, token string) (func(), error) {
+	put := func(ctx context.Context, all []savedRecord) { m.putRecords(ctx, token, all) }
+	var all []savedRecord
+	for _, key := range []string{cookieKey, signedUntilKey} {
+		v, found, err := m.store.Value(ctx, token, key)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, savedRecord{key, v, found})
+	}
+	// Like endLogin, it runs for cleanupTimeout at most and is waited for
+	// only while ctx lasts, so that a stalled server holds no request past
+	// its deadline.
+	return func() {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			put(context.WithoutCancel(ctx), all)
+		}()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+	}, nil
+}
+
+// putRecords is saveRecords's restore.
+func (m *SessionManager) putRecords(ctx context.Context, token string, all []savedRecord) {
+	rctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+	defer cancel()
+	for _, sv := range all {
+		var err error
+		if sv.found {
+			err = m.store.SetValue(rctx, token, sv.key, sv.value)
+		} else {
+			err = m.store.DeleteValue(rctx, token, sv.key)
+		}
+		if err != nil && !errors.Is(err, retail.ErrNoSession) {
+			logError(rctx, m.opts.Logger, "retailhttp: putting back a session's cookie record after a failed login failed", err)
+		}
+	}
 }
 
 // endLogin ends the session of token, which a login that failed after

@@ -139,9 +139,14 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string, 
 	// is down would spend the deadline the caller still needs
 	// (SessionManager writes the new session's cookie record next), so the
 	// tidying gets renewCleanupWait, and a second try in the background.
-	calls = s.unindexEnded([]ended{e})
-	calls = append(calls, s.unindexDropped(newToken, dropped, newUser)...)
-	if len(calls) > 0 {
+	// The second try builds its commands anew: rueidis recycles those a
+	// DoMulti answered (with a reply, a Redis error such as CLUSTERDOWN
+	// among them), and sending one again panics.
+	cleanup := func() []call {
+		calls := s.unindexEnded([]ended{e})
+		return append(calls, s.unindexDropped(newToken, dropped, newUser)...)
+	}
+	if calls = cleanup(); len(calls) > 0 {
 		cctx, cancel := context.WithTimeout(ctx, renewCleanupWait)
 		err := s.send(cctx, calls)
 		cancel()
@@ -149,7 +154,7 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string, 
 			s.cleanups.run(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 				defer cancel()
-				s.send(ctx, calls)
+				s.send(ctx, cleanup())
 			})
 		}
 	}

@@ -2,11 +2,13 @@ package rueidisbackend_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/redis/rueidis"
 	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/backend/rueidisbackend"
 )
@@ -95,4 +97,37 @@ func TestRenewSession_FailureBetweenStepsIsRepaired(t *testing.T) {
 			t.Errorf("keys left after alice's next login and logout: %q; want none", keys)
 		}
 	})
+}
+
+// TestRenewSession_ALostTidyingReplyIsTriedAgain: a renewal whose removal
+// of the old session's entry from its user's index loses its reply (the
+// server took it) succeeds, and its second try, in the background, sends
+// commands of its own: rueidis recycles those it answered, and sending
+// one again sent whatever command had taken its place since (or panicked,
+// in a cluster), and the old session's entry stayed.
+func TestRenewSession_ALostTidyingReplyIsTriedAgain(t *testing.T) {
+	for _, tg := range targets[1:] {
+		t.Run(tg.name, func(t *testing.T) {
+			c, prefix := tg.client(t, rueidis.ClientOption{})
+			l := &lostReplyClient{Client: c}
+			s := mustNew(t, l, rueidisbackend.Options{Prefix: prefix})
+			if _, err := s.StartSession(bg, "old", "alice"); err != nil {
+				t.Fatal(err)
+			}
+			key := userKey(prefix, "alice")
+			l.skip.Store(1) // the first names it to index the new session
+			l.key.Store(&key)
+			if ok, err := s.RenewSession(bg, "old", "new", "alice"); !ok || err != nil {
+				t.Fatalf("RenewSession whose tidying lost its reply = %v, %v; want true, nil", ok, err)
+			}
+			if l.key.Load() != nil {
+				t.Fatal("no round trip named alice's index after the new session's: nothing was lost")
+			}
+			rueidisbackend.WaitCleanups(s)
+			entries, err := c.Do(bg, c.B().Zrange().Key(key).Min("0").Max("-1").Build()).AsStrSlice()
+			if want := []string{retail.SessionID("new")}; err != nil || !slices.Equal(entries, want) {
+				t.Fatalf("alice's index after the second try holds %q, %v; want %q: the old session's entry removed", entries, err, want)
+			}
+		})
+	}
 }
