@@ -165,8 +165,12 @@ func (m *SessionManager) Ensure(ctx context.Context, w http.ResponseWriter) (Ses
 // out first (for a LoginWith with a Lifetime, right after the new session
 // starts, which is ended again if that logout fails). LoginWith records
 // its choice of cookie in the session before the session moves, so that
-// nothing is left to fail once the old token names no session; a new
-// session that the choice cannot be recorded in is ended.
+// nothing is left to fail once the old token names no session (it writes
+// the choice again in the moved session, in case a concurrent login of the
+// same session wrote its own, but a failure of that is only logged); if
+// the move fails, the old records are put back in the background, waited
+// for only while ctx lasts, and a failure to put them back is logged. A
+// new session that the choice cannot be recorded in is ended.
 func (m *SessionManager) Login(ctx context.Context, w http.ResponseWriter, user string) (Session, error) {
 	return m.LoginWith(ctx, w, user, LoginOptions{})
 }
@@ -260,9 +264,9 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 	if err != nil {
 		return Session{}, err
 	}
-	// record writes the login's choice of cookie into token's session
+	// recordIn writes the login's choice of cookie into token's session
 	// (see cookieKey).
-	record := func(token string) error {
+	recordIn := func(ctx context.Context, token string) error {
 		switch {
 		case opts.BrowserSession:
 			err := m.store.SetValue(ctx, token, cookieKey, []byte(browserKind))
@@ -276,6 +280,7 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 			return m.store.DeleteValue(ctx, token, cookieKey)
 		}
 	}
+	record := func(token string) error { return recordIn(ctx, token) }
 	// A login that renews the request's session records the choice in it
 	// before the move, which copies the values: once the old session is
 	// gone nothing is left to fail, so a failure (a Redis that stalls at
@@ -289,8 +294,14 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 			return Session{}, err
 		}
 		if err := record(rs.cur.Token); err != nil {
-			restore()
-			return Session{}, err
+			if !errors.Is(err, retail.ErrNoSession) {
+				restore()
+				return Session{}, err
+			}
+			// The session has ended since the request began (a
+			// concurrent login of it moved it first, a Logout): the
+			// login starts a new one, as for a request without one.
+			rs.cur, rs.curOK = Session{}, false
 		}
 	}
 	renewed, started := false, false
@@ -335,7 +346,17 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 	}
 	switch {
 	case renewed:
-		// The move copied the records.
+		// The move copied the records written before it, unless a
+		// concurrent login of the same session, or the restore of one
+		// that failed, wrote its own in between: they are written again
+		// in the new session, which no one else knows yet. The session
+		// has moved, so a failure now (a stalled Store: it gets
+		// recordAgainWait) is logged, not returned.
+		rctx, cancel := context.WithTimeout(ctx, recordAgainWait)
+		if err := recordIn(rctx, s.Token); err != nil {
+			logError(ctx, m.opts.Logger, "retailhttp: writing a login's choice of cookie again after the move failed; a concurrent login's may stand", err)
+		}
+		cancel()
 	case opts.BrowserSession || opts.Lifetime != 0:
 		err = record(s.Token)
 	}
@@ -404,7 +425,7 @@ func (m *SessionManager) putRecords(ctx context.Context, token string, all []sav
 		} else {
 			err = m.store.DeleteValue(rctx, token, sv.key)
 		}
-		if err != nil && !errors.Is(err, retail.ErrNoSession) {
+		if err != nil && !errors.Is(err, retail.ErrNoSession) && !errors.Is(err, retail.ErrClosed) {
 			logError(rctx, m.opts.Logger, "retailhttp: putting back a session's cookie record after a failed login failed", err)
 		}
 	}
@@ -429,6 +450,10 @@ func (m *SessionManager) endLogin(ctx context.Context, token string) {
 	case <-ctx.Done():
 	}
 }
+
+// recordAgainWait bounds how long a login that moved the session waits to
+// write its choice of cookie again (see LoginWith).
+const recordAgainWait = 200 * time.Millisecond
 
 // cleanupTimeout bounds what a call that failed leaves running to clean up
 // after itself.
