@@ -301,10 +301,22 @@ func into[T any](a chromedp.Action[T], p *T) chromedp.Action[chromedp.Void] {
 // Unlike a poll in the page, it survives the navigations a click starts:
 // an evaluation that fails because the page went away is retried.
 func waitJS(expr string) chromedp.Action[chromedp.Void] {
+	return pollJS("waiting for "+expr, nil, expr)
+}
+
+// pollJS runs first (if not nil) and evaluates expr on the loaded page
+// until it is true, every 50 ms until the step's context ends; what names
+// the wait in the error.
+func pollJS(what string, first chromedp.Action[chromedp.Void], expr string) chromedp.Action[chromedp.Void] {
 	full := fmt.Sprintf(`document.readyState === "complete" && !!(%s)`, expr)
 	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
 		var last error
 		for {
+			if first != nil {
+				if _, err := first(ctx, t); err != nil {
+					return chromedp.Void{}, err
+				}
+			}
 			ok, err := chromedp.Evaluate[bool](full)(ctx, t)
 			if err == nil && ok {
 				return chromedp.Void{}, nil
@@ -312,7 +324,7 @@ func waitJS(expr string) chromedp.Action[chromedp.Void] {
 			last = err
 			select {
 			case <-ctx.Done():
-				return chromedp.Void{}, fmt.Errorf("waiting for %s: %w (last evaluation error: %v)", expr, ctx.Err(), last)
+				return chromedp.Void{}, fmt.Errorf("%s: %w (last evaluation error: %v)", what, ctx.Err(), last)
 			case <-time.After(50 * time.Millisecond):
 			}
 		}

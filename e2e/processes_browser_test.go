@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -54,25 +53,7 @@ func (b *balancer) sendTo(t *testing.T, base string) {
 // this one within the server's invalidation delay, not at once (see the
 // rueidisbackend package doc). The step's limit bounds it.
 func reloadUntil(u, expr string) chromedp.Action[chromedp.Void] {
-	full := fmt.Sprintf(`document.readyState === "complete" && !!(%s)`, expr)
-	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
-		var last error
-		for {
-			if _, err := chromedp.Navigate(u)(ctx, t); err != nil {
-				return chromedp.Void{}, err
-			}
-			ok, err := chromedp.Evaluate[bool](full)(ctx, t)
-			if err == nil && ok {
-				return chromedp.Void{}, nil
-			}
-			last = err
-			select {
-			case <-ctx.Done():
-				return chromedp.Void{}, fmt.Errorf("reloading %s until %s: %w (last evaluation error: %v)", u, expr, ctx.Err(), last)
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}
+	return pollJS("reloading "+u+" until "+expr, chromedp.Navigate(u), expr)
 }
 
 // textHas is a JavaScript expression: the element sel exists and its text

@@ -10,7 +10,6 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/backend/rueidisbackend"
-	"github.com/retailkit/retail/internal/redistest"
 )
 
 // tableProcesses starts two Stores, A and B, on one real server and
@@ -133,14 +132,7 @@ func TestSessionTable_ABrokenConnectionServesNoSession(t *testing.T) {
 // the same token. It fails, after 30 s, if A kept what it held across the
 // broken connection (it would serve alice's session for CacheTTL, an hour).
 func TestSessionTable_ARestartedServerEndsWhatItHeld(t *testing.T) {
-	srv, err := redistest.StartServer()
-	if err != nil {
-		unavailable(t, "Redis server", err)
-	}
-	defer srv.Close()
-	if !srv.Owned() {
-		t.Skip("RETAIL_REDIS_ADDR names a server others use: this test restarts it")
-	}
+	srv := ownServer(t, "this test restarts it")
 	opt := rueidis.ClientOption{InitAddress: []string{srv.Addr()}}
 	prefix := uniquePrefix()
 	a := mustNew(t, newClient(t, opt), rueidisbackend.Options{Prefix: prefix, CacheTTL: time.Hour})

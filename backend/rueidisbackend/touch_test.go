@@ -17,14 +17,7 @@ import (
 // few reads fill the client-side cache; with TouchEvery off every visit
 // runs the refresh script, which the test checks too, so that it can fail.
 func TestTouch_UnchangedVisitsSendNoCommand(t *testing.T) {
-	srv, err := redistest.StartServer()
-	if err != nil {
-		unavailable(t, "Redis server", err)
-	}
-	defer srv.Close()
-	if !srv.Owned() {
-		t.Skip("RETAIL_REDIS_ADDR names a server others may use: its command counts are not this test's")
-	}
+	srv := ownServer(t, "its command counts are not this test's")
 	for _, tc := range []struct {
 		name     string
 		touch    time.Duration
@@ -87,4 +80,20 @@ func commandCalls(t *testing.T, srv *redistest.Server) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// ownServer starts a redis-server of the test's own, stopped when the test
+// ends; it skips the test, for the reason why, where RETAIL_REDIS_ADDR names
+// a server that others may use.
+func ownServer(t *testing.T, why string) *redistest.Server {
+	t.Helper()
+	srv, err := redistest.StartServer()
+	if err != nil {
+		unavailable(t, "Redis server", err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	if !srv.Owned() {
+		t.Skip("RETAIL_REDIS_ADDR names a server others may use: " + why)
+	}
+	return srv
 }

@@ -49,11 +49,7 @@ func TestShop_FullVisitOnRedis(t *testing.T) {
 		fullVisit(t, newTestShopOn(t, store, shopOptions{}))
 	})
 	t.Run("redis-server", func(t *testing.T) {
-		srv, err := redistest.StartServer()
-		if err != nil {
-			redistest.Skip(t, "no Redis server: "+err.Error())
-		}
-		t.Cleanup(func() { srv.Close() })
+		srv := privateServer(t)
 		store, name, closeStore, err := backends.Open([]string{srv.Addr()}, backends.Options{Prefix: uniquePrefix()})
 		if err != nil {
 			t.Fatalf("backends.Open(%s) = %v", srv.Addr(), err)
@@ -116,17 +112,9 @@ func fullVisit(t *testing.T, s *testShop) {
 // served but not cached, so they add no keys (a few are allowed for the
 // item's one page and the view counts).
 func TestShop_JunkQueryStringsAddNoKeysOnRedis(t *testing.T) {
-	srv, err := redistest.StartServer()
-	if err != nil {
-		redistest.Skip(t, "no Redis server: "+err.Error())
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := privateServer(t)
 	prefix := uniquePrefix()
-	store, _, closeStore, err := backends.Open([]string{srv.Addr()}, backends.Options{Prefix: prefix})
-	if err != nil {
-		t.Fatalf("backends.Open(%s) = %v", srv.Addr(), err)
-	}
-	t.Cleanup(closeStore)
+	store := openStore(t, srv, prefix)
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true})
 	if err != nil {
 		t.Fatal(err)
@@ -176,19 +164,11 @@ func TestShop_JunkQueryStringsAddNoKeysOnRedis(t *testing.T) {
 // items come from the client-side cache and the views wait in the process;
 // only the home page reads the most viewed items.
 func TestShop_UnchangedPagesCostAtMostACommandOnRedis(t *testing.T) {
-	srv, err := redistest.StartServer()
-	if err != nil {
-		redistest.Skip(t, "no Redis server: "+err.Error())
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := privateServer(t)
 	if !srv.Owned() {
 		t.Skip("RETAIL_REDIS_ADDR names a server others may use: its command counts are not this test's")
 	}
-	store, _, closeStore, err := backends.Open([]string{srv.Addr()}, backends.Options{Prefix: uniquePrefix()})
-	if err != nil {
-		t.Fatalf("backends.Open(%s) = %v", srv.Addr(), err)
-	}
-	t.Cleanup(closeStore)
+	store := openStore(t, srv, uniquePrefix())
 	calls := func() int {
 		n, err := srv.CommandCalls()
 		if err != nil {
@@ -222,16 +202,8 @@ func TestShop_UnchangedPagesCostAtMostACommandOnRedis(t *testing.T) {
 // shop's request timeout with an error page, rather than hang while the
 // client retries (with no deadline it hangs past the test client's own).
 func TestShop_RedisDownFailsRequestsAtTheDeadline(t *testing.T) {
-	srv, err := redistest.StartServer()
-	if err != nil {
-		redistest.Skip(t, "no Redis server: "+err.Error())
-	}
-	t.Cleanup(func() { srv.Close() })
-	store, _, closeStore, err := backends.Open([]string{srv.Addr()}, backends.Options{Prefix: uniquePrefix()})
-	if err != nil {
-		t.Fatalf("backends.Open(%s) = %v", srv.Addr(), err)
-	}
-	t.Cleanup(closeStore)
+	srv := privateServer(t)
+	store := openStore(t, srv, uniquePrefix())
 	v := newTestShopOn(t, store, shopOptions{RequestTimeout: 500 * time.Millisecond}).visitor()
 	if p := v.addToCart("kettle", "1"); p.status != http.StatusOK {
 		t.Fatalf("adding a kettle to a guest's cart: status %d", p.status)
@@ -250,19 +222,11 @@ func TestShop_RedisDownFailsRequestsAtTheDeadline(t *testing.T) {
 // schedules every row again and that the row cacher then caches them all.
 // Before the restart, a pass schedules nothing.
 func TestShop_RowsComeBackAfterRedisRestartsEmpty(t *testing.T) {
-	srv, err := redistest.StartServer()
-	if err != nil {
-		redistest.Skip(t, "no Redis server: "+err.Error())
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := privateServer(t)
 	if !srv.Owned() {
 		t.Skip("RETAIL_REDIS_ADDR names a server this test may not restart")
 	}
-	store, _, closeStore, err := backends.Open([]string{srv.Addr()}, backends.Options{Prefix: uniquePrefix()})
-	if err != nil {
-		t.Fatalf("backends.Open(%s) = %v", srv.Addr(), err)
-	}
-	t.Cleanup(closeStore)
+	store := openStore(t, srv, uniquePrefix())
 	cat := newCatalog()
 	pages, err := retail.NewPageCache(store, retail.PageCacheOptions{})
 	if err != nil {
@@ -325,20 +289,9 @@ func waitFor(t *testing.T, what string, done func() bool) {
 // that missed the server's message would serve what it held for CacheTTL
 // (a minute).
 func TestShop_TwoProcessesOnRedis(t *testing.T) {
-	srv, err := redistest.StartServer()
-	if err != nil {
-		redistest.Skip(t, "no Redis server: "+err.Error())
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := privateServer(t)
 	prefix := uniquePrefix()
-	open := func() *testShop {
-		store, _, closeStore, err := backends.Open([]string{srv.Addr()}, backends.Options{Prefix: prefix})
-		if err != nil {
-			t.Fatalf("backends.Open(%s) = %v", srv.Addr(), err)
-		}
-		t.Cleanup(closeStore)
-		return newTestShopOn(t, store, shopOptions{})
-	}
+	open := func() *testShop { return newTestShopOn(t, openStore(t, srv, prefix), shopOptions{}) }
 	a, b := open(), open()
 	shows := func(v *visitor, user string, cart []string) func() bool {
 		return func() bool {
@@ -383,4 +336,28 @@ func TestShop_TwoProcessesOnRedis(t *testing.T) {
 	start = time.Now()
 	waitFor(t, "A to end the session B logged out", shows(phone, "", nil))
 	t.Logf("A showed the phone logged out %v after B's answer", time.Since(start))
+}
+
+// privateServer starts a redis-server of the test's own (or skips the
+// test, see redistest.Skip), stopped when the test ends.
+func privateServer(t *testing.T) *redistest.Server {
+	t.Helper()
+	srv, err := redistest.StartServer()
+	if err != nil {
+		redistest.Skip(t, "no Redis server: "+err.Error())
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// openStore opens the shop's Store on srv under prefix, as the shop's -redis
+// flag does, closed when the test ends.
+func openStore(t *testing.T, srv *redistest.Server, prefix string) retail.Store {
+	t.Helper()
+	store, _, closeStore, err := backends.Open([]string{srv.Addr()}, backends.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatalf("backends.Open(%s) = %v", srv.Addr(), err)
+	}
+	t.Cleanup(closeStore)
+	return store
 }
