@@ -18,11 +18,11 @@ import (
 // that the user logged out of. UpdateToken is create-or-refresh and may
 // bring a session back; it is not raced here.
 
-// logoutTrials is how many times each call races a Logout (or LogoutUser):
-// always all of them, on every backend. Stores that lost these races lost
-// between 1 in 500 and nearly every trial of them (measured on the
-// versions that did), so 4,000 trials see the loss.
-const logoutTrials = 4_000
+// raceTrials is how many times each call races a Logout (or LogoutUser)
+// unless Options.RaceTrials says otherwise: always all of them. Stores that
+// lost these races lost between 1 in 500 and nearly every trial of them
+// (measured on the versions that did), so 4,000 trials see the loss.
+const raceTrials = 4_000
 
 // logoutBatch trials run at once, so that a networked store pipelines them;
 // every trial of a batch has its own token.
@@ -67,7 +67,7 @@ var logoutRacers = []logoutRacer{
 	}},
 }
 
-// logoutHolds races logoutRacers[i] against Logout, logoutTrials times, on
+// logoutHolds races logoutRacers[i] against Logout, h.trials times, on
 // fresh tokens in one store. After both calls of a trial return, the token
 // must have no session, cart or value and the user no listed session, and
 // once a batch is done the store must hold no session, before and after a
@@ -91,7 +91,7 @@ func raceLogout(h *harness, t *testing.T, racer logoutRacer) {
 	if err != nil {
 		t.Fatalf("SessionCount() = %v, want nil error", err)
 	}
-	trials := inBatches(t, func(i int) {
+	trials := inBatches(t, h.trials, func(i int) {
 		token := fmt.Sprintf("%s-%05d", racer.name, i)
 		if created, err := s.StartSession(ctx, token, user); err != nil || !created {
 			t.Errorf("StartSession(%q, %q) = %v, %v, want true, nil", token, user, created, err)
@@ -162,14 +162,14 @@ func raceLogout(h *harness, t *testing.T, racer logoutRacer) {
 }
 
 // inBatches runs trial(i) for i = 0, 1, ..., logoutBatch at a time, each
-// on a goroutine of its own, until logoutTrials have run or the test has
+// on a goroutine of its own, until n have run or the test has
 // failed. After each batch it calls afterBatch,
 // if not nil, on the test's goroutine with the batch's first and last
 // trial. It returns how many trials ran.
-func inBatches(t *testing.T, trial func(i int), afterBatch func(first, last int)) int {
+func inBatches(t *testing.T, n int, trial func(i int), afterBatch func(first, last int)) int {
 	trials := 0
-	for b := 0; b < logoutTrials && !t.Failed(); b += logoutBatch {
-		last := min(b+logoutBatch, logoutTrials) - 1
+	for b := 0; b < n && !t.Failed(); b += logoutBatch {
+		last := min(b+logoutBatch, n) - 1
 		var wg sync.WaitGroup
 		for i := b; i <= last; i++ {
 			wg.Go(func() { trial(i) })

@@ -58,7 +58,7 @@ func logoutUserHolds(i int) func(h *harness) {
 	return func(h *harness) { raceLogoutUser(h, logoutUserRacers[i]) }
 }
 
-// raceLogoutUser runs logoutTrials trials, logoutBatch at once, each with a
+// raceLogoutUser runs h.trials trials, logoutBatch at once, each with a
 // user of its own: start a session for the user (or a guest), then race
 // LogoutUser against racer. After both return, neither token may have a
 // session, cart or value, and the user may list none.
@@ -67,7 +67,7 @@ func raceLogoutUser(h *harness, racer logoutUserRacer) {
 		ctx, s, t = h.ctx, h.s, h.t
 		survived  failures // trials that left the user a session
 	)
-	trials := inBatches(t, func(i int) {
+	trials := inBatches(t, h.trials, func(i int) {
 		user := fmt.Sprintf("everywhere-%05d", i)
 		token, newToken := fmt.Sprintf("lu-old-%05d", i), fmt.Sprintf("lu-new-%05d", i)
 		owner := user

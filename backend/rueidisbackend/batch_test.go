@@ -243,6 +243,7 @@ func (g *gatedStore) leftInFlight(t *testing.T, dummy func(i int) error, call fu
 // after. Whether a read is stale depends on whether the invalidation has
 // arrived, so each write counts stale reads over many rounds.
 func TestBatch_WriteWhoseCallerLeftInFlightIsReadBack(t *testing.T) {
+	t.Parallel()
 	const rounds = 300
 	for _, tc := range []struct {
 		name    string

@@ -94,6 +94,7 @@ func mustNew(tb testing.TB, c rueidis.Client, opts rueidisbackend.Options) *ruei
 // a write must return that write. The Store's clock stands still, so pages
 // cannot expire however long the test takes.
 func TestCache_ReadYourWrites(t *testing.T) {
+	t.Parallel()
 	forEachCachingTarget(t, func(t *testing.T, tg target) {
 		s, _, _ := newStore(t, tg, retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC)))
 		const goroutines, rounds = 8, 1250 // 10,000 writes of each kind

@@ -24,6 +24,7 @@ import (
 // more. Reading every session twice, or one round trip per step, fails the
 // trip counts.
 func TestCleanSessions_RoundTrips(t *testing.T) {
+	t.Parallel()
 	const sessions = 2500 // three rounds of at most 1,000
 	tests := []struct {
 		name       string

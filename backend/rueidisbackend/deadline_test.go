@@ -39,15 +39,16 @@ const (
 // been applied (a write is visible, a read's answer was right), and the
 // Stores' group commit must go idle.
 func TestDeadline_StalledServer(t *testing.T) {
-	for _, tg := range targets {
-		if tg.name == "miniredis" {
-			continue // it cannot stall
-		}
-		t.Run(tg.name, func(t *testing.T) {
-			t.Parallel() // each target has servers of its own
-			testStalled(t, tg)
-		})
-	}
+	t.Run("redis", func(t *testing.T) {
+		t.Parallel()
+		addr, tg := stallable(t)
+		testStalled(t, tg, []string{addr})
+	})
+	t.Run("cluster", func(t *testing.T) {
+		t.Parallel()
+		addrs, tg := stallableCluster(t)
+		testStalled(t, tg, addrs)
+	})
 }
 
 // outcome is what one call under the stall did.
@@ -59,21 +60,9 @@ type outcome struct {
 	check   func() error // nil if err is not nil
 }
 
-func testStalled(t *testing.T, tg target) {
+// testStalled stalls the servers of addrs, which tg connects to.
+func testStalled(t *testing.T, tg target, addrs []string) {
 	probes := stallProbes()
-	var addrs []string
-	switch tg.name {
-	case "redis":
-		if server == nil {
-			unavailable(t, "Redis server", serverErr)
-		}
-		addrs = []string{server.Addr()}
-	case "cluster":
-		if cluster == nil {
-			unavailable(t, "Redis Cluster", clusterErr)
-		}
-		addrs = cluster.Addrs()
-	}
 
 	// Alone: a Store each, with what its call needs.
 	alone := make([]*subject, len(probes))

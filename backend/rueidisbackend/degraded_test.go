@@ -34,6 +34,7 @@ func degradedCluster(t *testing.T, prefix string) (*redistest.Cluster, rueidis.C
 // is back (empty: it had no replica), the views made meanwhile, which the
 // Store kept in its process, are counted, exactly.
 func TestDegraded_SessionsRefreshWhileTheViewsNodeIsDown(t *testing.T) {
+	t.Parallel()
 	cl, c, s := degradedCluster(t, "deg:")
 	addrs := cl.Addrs()
 	down := owner(t, c, addrs, "deg:{views}:viewed")
@@ -120,10 +121,8 @@ func redirect(e *rueidis.RedisError) bool {
 // once the master is back, a later claim finishes the delete and clears
 // the row from {rows}:dropped, and the copy is gone.
 func TestDegraded_AStalledNodeHoldsUpNoRowClaim(t *testing.T) {
-	if cluster == nil {
-		unavailable(t, "Redis Cluster", clusterErr)
-	}
-	addrs := cluster.Addrs()
+	t.Parallel()
+	addrs, _ := stallableCluster(t)
 	c := newClient(t, rueidis.ClientOption{InitAddress: addrs})
 	prefix := uniquePrefix()
 	s := mustNew(t, c, rueidisbackend.Options{Prefix: prefix})
@@ -182,6 +181,7 @@ func TestDegraded_AStalledNodeHoldsUpNoRowClaim(t *testing.T) {
 // RenewSession returned that error, so the caller handed out no token and
 // the visitor lost session and cart.
 func TestDegraded_RenewSessionKeepsTheCartWhileTheIndexNodeIsDown(t *testing.T) {
+	t.Parallel()
 	const prefix = "rd:"
 	cl, c, s := degradedCluster(t, prefix)
 	addrs := cl.Addrs()

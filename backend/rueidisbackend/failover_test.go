@@ -30,6 +30,7 @@ import (
 // (Entries of users' indexes whose session is gone are never returned and
 // go by the index's lifetime pruning; they are counted, not mended.)
 func TestFailover_RepairLeavesNoOrphans(t *testing.T) {
+	t.Parallel()
 	cl, err := redistest.StartReplicatedCluster(3, 1,
 		// A master is failed, and its replica elected, about a second
 		// after it stops answering.
@@ -267,6 +268,7 @@ func (l *load) stop() (ops, failed int64) {
 // acknowledged once the cluster is whole, must still end every one of
 // them.
 func TestFailover_LogoutUserEndsSessionsTheIndexLost(t *testing.T) {
+	t.Parallel()
 	cl, err := redistest.StartReplicatedCluster(3, 1, "--cluster-node-timeout", "1000")
 	if err != nil {
 		unavailable(t, "replicated Redis Cluster", err)

@@ -31,6 +31,7 @@ import (
 // entries are never returned (UserSessions checks each session) and go at
 // the latest a lifetime later; the test counts them.
 func TestCleanup_NoOrphanKeysAfterConcurrentStress(t *testing.T) {
+	t.Parallel()
 	forEachTarget(t, func(t *testing.T, tg target) {
 		clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
 		s, c, prefix := newStoreWith(t, tg, rueidisbackend.Options{Clock: clock})

@@ -22,6 +22,7 @@ import (
 // the session index (not even one that cleaning would remove later), and
 // no user's index. Only the view counts stay.
 func TestLogout_RacingWritesLeaveNoKeys(t *testing.T) {
+	t.Parallel()
 	forEachTarget(t, func(t *testing.T, tg target) {
 		// miniredis runs each script in a new Lua interpreter, about
 		// 0.25 ms (1.5 ms under the race detector), so it gets fewer.

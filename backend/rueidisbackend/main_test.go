@@ -3,6 +3,7 @@ package rueidisbackend_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -30,6 +31,14 @@ var (
 var debugCommand = []string{"--enable-debug-command", "local"}
 
 func TestMain(m *testing.M) {
+	// Most tests that run in parallel wait on servers (a private cluster
+	// starting, a stall, a failover) rather than use a CPU, so more of
+	// them run at once than -parallel's default, GOMAXPROCS, unless the
+	// command line says otherwise.
+	flag.Parse()
+	if !flagSet("test.parallel") {
+		flag.Set("test.parallel", "8")
+	}
 	server, serverErr = redistest.StartServer(debugCommand...)
 	cluster, clusterErr = redistest.StartCluster(3, debugCommand...)
 	code := redistest.Main(m)
@@ -40,6 +49,13 @@ func TestMain(m *testing.M) {
 		cluster.Close()
 	}
 	os.Exit(code)
+}
+
+// flagSet reports whether the command line set the flag name.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // A target is a place the Store runs: an in-process miniredis, a real

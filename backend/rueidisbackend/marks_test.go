@@ -173,6 +173,7 @@ func TestMarks_CloseEndsTheConnection(t *testing.T) {
 // built with DisableCache, and with a client whose writes the tracking
 // connection does not hear; in a cluster there is none.
 func TestMarks_NoTableWhereItCannotBeKeptFresh(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		client func() (rueidis.Client, string)
@@ -229,6 +230,7 @@ func (u *unheardClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.R
 // about two seconds the table serves nothing, and it serves again once
 // they are heard.
 func TestMarks_AConnectionThatHearsNoProbeServesNothing(t *testing.T) {
+	t.Parallel()
 	c, prefix := targets[1].client(t, rueidis.ClientOption{})
 	u := &unheardClient{Client: c}
 	s := mustNew(t, u, rueidisbackend.Options{Prefix: prefix})
@@ -254,8 +256,10 @@ func TestMarks_AConnectionThatHearsNoProbeServesNothing(t *testing.T) {
 // client-side cache serves it: a probe that the server did not take stops
 // nothing. It fails if the table stops serving when a probe times out.
 func TestMarks_AStalledServerLeavesTheTableServing(t *testing.T) {
+	t.Parallel()
+	addr, tg := stallable(t)
 	const stallFor = 4 * time.Second
-	s, _, _ := newStoreWith(t, targets[1], rueidisbackend.Options{})
+	s, _, _ := newStoreWith(t, tg, rueidisbackend.Options{})
 	// Tracking before the first call: the mark is then never read through
 	// the client-side cache, which would serve it too.
 	waitFor(t, func() bool { _, tracking := rueidisbackend.MarkTracking(s); return tracking })
@@ -263,7 +267,7 @@ func TestMarks_AStalledServerLeavesTheTableServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	servesFromTable(t, s, "tok")
-	st := startStall(t, []string{server.Addr()}, stallFor)
+	st := startStall(t, []string{addr}, stallFor)
 	for time.Since(st.began) < stallFor*3/4 {
 		ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
 		_, ok, err := s.CheckToken(ctx, "tok")
@@ -281,6 +285,7 @@ func TestMarks_AStalledServerLeavesTheTableServing(t *testing.T) {
 // TestMarks_ClosingTheClientEndsTheTracker: a Store whose client is closed
 // without the Store being closed stops its tracker.
 func TestMarks_ClosingTheClientEndsTheTracker(t *testing.T) {
+	t.Parallel()
 	c, prefix := targets[1].client(t, rueidis.ClientOption{})
 	s := mustNew(t, c, rueidisbackend.Options{Prefix: prefix})
 	waitFor(t, func() bool { _, tracking := rueidisbackend.MarkTracking(s); return tracking })

@@ -277,6 +277,7 @@ func errClass(err error) string {
 // while the slot moves must succeed once the slot has moved, and end the
 // user's sessions.
 func TestReshard_LogoutUserWhileItsSlotMoves(t *testing.T) {
+	t.Parallel()
 	cl, m := privateCluster(t)
 	c := newClient(t, rueidis.ClientOption{InitAddress: cl.Addrs()})
 	prefix := uniquePrefix()
@@ -313,6 +314,7 @@ func TestReshard_LogoutUserWhileItsSlotMoves(t *testing.T) {
 // context ends meanwhile must return the context's error, which callers
 // test for (a worker stops on it), not the last TRYAGAIN.
 func TestReshard_LogoutUserWhoseSlotStaysHalfMovedEndsAtItsDeadline(t *testing.T) {
+	t.Parallel()
 	cl, m := privateCluster(t)
 	c := newClient(t, rueidis.ClientOption{InitAddress: cl.Addrs()})
 	prefix := uniquePrefix()
@@ -336,6 +338,7 @@ func TestReshard_LogoutUserWhoseSlotStaysHalfMovedEndsAtItsDeadline(t *testing.T
 // flush's script is refused with TRYAGAIN. A FlushViews that starts while
 // the slot moves must succeed once it has moved, counting each view once.
 func TestReshard_FlushViewsWhileTheViewsSlotMoves(t *testing.T) {
+	t.Parallel()
 	cl, m := privateCluster(t)
 	c := newClient(t, rueidis.ClientOption{InitAddress: cl.Addrs()})
 	prefix := uniquePrefix()
@@ -377,6 +380,7 @@ func TestReshard_FlushViewsWhileTheViewsSlotMoves(t *testing.T) {
 // ScheduleRowCache that starts while the slot moves must succeed once it
 // has moved.
 func TestReshard_ScheduleRowWhileTheRowsSlotMoves(t *testing.T) {
+	t.Parallel()
 	cl, m := privateCluster(t)
 	c := newClient(t, rueidis.ClientOption{InitAddress: cl.Addrs()})
 	prefix := uniquePrefix()
@@ -408,6 +412,7 @@ func TestReshard_ScheduleRowWhileTheRowsSlotMoves(t *testing.T) {
 // fails, and no session is left. It must succeed and leave a live
 // session, as it does when no slot moves.
 func TestReshard_ReplacingAnEndedSessionWhileItsSlotMoves(t *testing.T) {
+	t.Parallel()
 	cl, m := privateCluster(t)
 	c := newClient(t, rueidis.ClientOption{InitAddress: cl.Addrs()})
 	prefix := uniquePrefix()
@@ -465,6 +470,7 @@ func TestReshard_ReplacingAnEndedSessionWhileItsSlotMoves(t *testing.T) {
 // user's index missed (as a failover or an index write that raced
 // LogoutUser leaves it), which only the mark ends.
 func TestReshard_AnotherProcessSeesLogoutUserAfterTheMarkMoved(t *testing.T) {
+	t.Parallel()
 	cl, m := privateCluster(t)
 	prefix := uniquePrefix()
 	c1 := newClient(t, rueidis.ClientOption{InitAddress: cl.Addrs(), ClusterOption: rueidis.ClusterOption{ShardsRefreshInterval: 100 * time.Millisecond}})
@@ -525,6 +531,7 @@ func TestReshard_AnotherProcessSeesLogoutUserAfterTheMarkMoved(t *testing.T) {
 // member (two, or more than two chunks' worth), with a member the key does
 // not hold given last.
 func TestReshard_ScriptsThatEmptyAKeyWhileItsSlotMoves(t *testing.T) {
+	t.Parallel()
 	cl, m := privateCluster(t)
 	c := newClient(t, rueidis.ClientOption{InitAddress: cl.Addrs()})
 	prefix := uniquePrefix()
@@ -596,6 +603,7 @@ func TestReshard_ScriptsThatEmptyAKeyWhileItsSlotMoves(t *testing.T) {
 // only due row was unscheduled empties the schedule and the delays; on the
 // source of the moving {rows} slot it must still succeed.
 func TestReshard_ClaimThatEmptiesTheScheduleWhileItsSlotMoves(t *testing.T) {
+	t.Parallel()
 	cl, m := privateCluster(t)
 	c := newClient(t, rueidis.ClientOption{InitAddress: cl.Addrs()})
 	prefix := uniquePrefix()

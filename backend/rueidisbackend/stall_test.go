@@ -20,6 +20,7 @@ import (
 // keep the used sessions, move their entries up, and go on to remove the
 // idle sessions beyond keep, however many passes that takes.
 func TestCleaning_DoesNotStallOnLaggingIndexEntries(t *testing.T) {
+	t.Parallel()
 	forEachTarget(t, func(t *testing.T, tg target) {
 		clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC))
 		s, c, prefix := newStoreWith(t, tg, rueidisbackend.Options{Clock: clock})
@@ -91,6 +92,8 @@ func TestCleaning_DoesNotStallOnLaggingIndexEntries(t *testing.T) {
 // once. It fails if a flush waits for the running one whatever its
 // context, or if a flush cut short by its deadline puts its views back.
 func TestViews_AStalledFlushHoldsNoReadPastItsDeadline(t *testing.T) {
+	t.Parallel()
+	addr, tg := stallable(t)
 	const stallFor = 3 * time.Second
 	for _, call := range []struct {
 		name string
@@ -107,14 +110,14 @@ func TestViews_AStalledFlushHoldsNoReadPastItsDeadline(t *testing.T) {
 		}},
 	} {
 		t.Run(call.name, func(t *testing.T) {
-			s, _, _ := newStoreWith(t, targets[1], rueidisbackend.Options{ViewFlush: 50 * time.Millisecond})
+			s, _, _ := newStoreWith(t, tg, rueidisbackend.Options{ViewFlush: 50 * time.Millisecond})
 			if err := s.CountView(bg, "warm"); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.FlushViews(bg); err != nil { // the connection is up
 				t.Fatal(err)
 			}
-			st := startStall(t, []string{server.Addr()}, stallFor)
+			st := startStall(t, []string{addr}, stallFor)
 			if err := s.CountView(bg, "item-x"); err != nil { // the timer's flush, in 50 ms
 				t.Fatal(err)
 			}
@@ -152,12 +155,14 @@ func TestViews_AStalledFlushHoldsNoReadPastItsDeadline(t *testing.T) {
 // passes. It fails if a flush sent again counts twice, or if a flush cut
 // short is dropped.
 func TestViews_AFlushCutShortByItsDeadlineCountsOnce(t *testing.T) {
+	t.Parallel()
+	addr, tg := stallable(t)
 	for round := range 3 {
-		s, _, _ := newStoreWith(t, targets[1], rueidisbackend.Options{ViewFlush: time.Hour})
+		s, _, _ := newStoreWith(t, tg, rueidisbackend.Options{ViewFlush: time.Hour})
 		if err := s.CountView(bg, "item-y"); err != nil {
 			t.Fatal(err)
 		}
-		st := startStall(t, []string{server.Addr()}, time.Second)
+		st := startStall(t, []string{addr}, time.Second)
 		ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
 		err := s.FlushViews(ctx)
 		cancel()

@@ -82,12 +82,12 @@ func commandCalls(t *testing.T, srv *redistest.Server) int {
 	return n
 }
 
-// ownServer starts a redis-server of the test's own, stopped when the test
-// ends; it skips the test, for the reason why, where RETAIL_REDIS_ADDR names
-// a server that others may use.
-func ownServer(t *testing.T, why string) *redistest.Server {
+// ownServer starts a redis-server of the test's own, with the arguments
+// extra, stopped when the test ends; it skips the test, for the reason why,
+// where RETAIL_REDIS_ADDR names a server that others may use.
+func ownServer(t *testing.T, why string, extra ...string) *redistest.Server {
 	t.Helper()
-	srv, err := redistest.StartServer()
+	srv, err := redistest.StartServer(extra...)
 	if err != nil {
 		unavailable(t, "Redis server", err)
 	}
@@ -96,4 +96,36 @@ func ownServer(t *testing.T, why string) *redistest.Server {
 		t.Skip("RETAIL_REDIS_ADDR names a server others may use: " + why)
 	}
 	return srv
+}
+
+// stallable starts a redis-server of the test's own that takes DEBUG, for
+// a test that stalls it (DEBUG SLEEP) while other tests run on the
+// package's server, and returns its address and the target that connects
+// to it.
+func stallable(t *testing.T) (string, target) {
+	t.Helper()
+	srv := ownServer(t, "DEBUG SLEEP stalls the whole server", debugCommand...)
+	return srv.Addr(), target{"redis", true, func(tb testing.TB, opt rueidis.ClientOption) (rueidis.Client, string) {
+		opt.InitAddress = []string{srv.Addr()}
+		opt.ForceSingleClient = true
+		return newClient(tb, opt), uniquePrefix()
+	}}
+}
+
+// stallableCluster is stallable for a 3-master cluster: it returns the
+// addresses of its masters.
+func stallableCluster(t *testing.T) ([]string, target) {
+	t.Helper()
+	cl, err := redistest.StartCluster(3, debugCommand...)
+	if err != nil {
+		unavailable(t, "Redis Cluster", err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	if !cl.Owned() {
+		t.Skip("RETAIL_REDIS_CLUSTER_ADDRS names a cluster others may use: DEBUG SLEEP stalls a whole node")
+	}
+	return cl.Addrs(), target{"cluster", true, func(tb testing.TB, opt rueidis.ClientOption) (rueidis.Client, string) {
+		opt.InitAddress = cl.Addrs()
+		return newClient(tb, opt), uniquePrefix()
+	}}
 }
