@@ -21,7 +21,8 @@ type Coordinator interface {
 	// at least hold, after which the Store may forget it (a late claim of
 	// a forgotten turn can then succeed again, so hold should span the
 	// turn). name and owner follow the rules of tokens; turn lies within
-	// ±MaxClaimTurn; hold must be at least a millisecond.
+	// ±MaxClaimTurn; hold is at least a millisecond and at most
+	// MaxClaimHold.
 	Claim(ctx context.Context, name, owner string, turn int64, hold time.Duration) (bool, error)
 }
 
@@ -30,6 +31,11 @@ type Coordinator interface {
 // Lua, whose numbers are float64). The workers' turns, periods since
 // 1970, stay far below it.
 const MaxClaimTurn = 1 << 53
+
+// MaxClaimHold bounds the hold that [Coordinator.Claim] takes: two of the
+// longest session times, which is also what a worker whose period is
+// longer than one asks for.
+const MaxClaimHold = 2 * MaxSessionTime
 
 // Claim implements Coordinator through the driver, which claims across
 // every process that shares its data (see driver.Store).
@@ -46,6 +52,9 @@ func (s *store) Claim(ctx context.Context, name, owner string, turn int64, hold 
 	}
 	if hold < time.Millisecond {
 		return false, invalid(op, "hold", "under a millisecond")
+	}
+	if hold > MaxClaimHold {
+		return false, invalid(op, "hold", "longer than "+days(MaxClaimHold))
 	}
 	if err := s.begin(ctx); err != nil {
 		return false, fail(op, keyArg("name", name), err)
@@ -89,17 +98,13 @@ func (t turnTaker) mine(ctx context.Context) (turn int64, held bool, err error) 
 	return turn, held, err
 }
 
-// maxClaimHold bounds how long a worker's claim is kept, so that a period
-// of any length asks for a hold every backend can keep.
-const maxClaimHold = 2 * MaxSessionTime
-
 // hold is how long a claim of a turn is kept: two periods, so that it
 // spans the turn, but at least the millisecond Claim asks for (a period
 // under half a millisecond would otherwise make every claim fail) and at
-// most maxClaimHold (twice a long period would otherwise overflow).
+// most MaxClaimHold (twice a long period would otherwise overflow).
 func (t turnTaker) hold() time.Duration {
-	if t.every >= maxClaimHold/2 {
-		return maxClaimHold
+	if t.every >= MaxClaimHold/2 {
+		return MaxClaimHold
 	}
 	return max(2*t.every, time.Millisecond)
 }

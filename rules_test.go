@@ -285,10 +285,11 @@ func invalidCalls() []invalidCall {
 		hold time.Duration
 	}{
 		{"TurnAboveMax", retail.MaxClaimTurn + 1, time.Second}, {"TurnBelowMin", -retail.MaxClaimTurn - 1, time.Second},
-		{"HoldBelowMin", 1, time.Millisecond - 1},
+		{"HoldBelowMin", 1, time.Millisecond - 1}, {"HoldAboveMax", 1, retail.MaxClaimHold + 1},
+		{"HoldMaxDuration", 1, math.MaxInt64},
 	} {
 		arg := "turn"
-		if c.hold < time.Millisecond {
+		if c.hold < time.Millisecond || c.hold > retail.MaxClaimHold {
 			arg = "hold"
 		}
 		add(c.name, "Claim", arg, fmt.Sprintf(`Claim("work", "owner", %d, %v)`, c.turn, c.hold),
