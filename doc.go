@@ -73,7 +73,8 @@
 //	cart increment n    -MaxCartCount..MaxCartCount
 //	session value       at most MaxValueSize bytes
 //	session options     Lifetime 0 (the Store's) or positive and at most the Store's lifetime;
-//	                    Label at most MaxLabelLen bytes of printable UTF-8, or empty
+//	                    Label at most MaxLabelLen bytes of printable UTF-8, or empty;
+//	                    Values: keys and values as above, at most MaxSessionValues not nil
 //	page key            1..MaxPageKeyLen bytes, no ASCII control characters
 //	page data           at most MaxPageSize bytes
 //	page ttl            MinDuration..MaxPageTTL
@@ -87,7 +88,8 @@
 // Some limits depend on what is stored, and are checked as the write is
 // made, with the same error: a new line in a cart of MaxCartLines lines, a
 // count above MaxCartCount after IncrementCart, a new value in a session of
-// MaxSessionValues values, a RenewSession to a token that names a session.
+// MaxSessionValues values (by SetValue, or by a RenewSessionFor's Values),
+// a RenewSession to a token that names a session.
 //
 // Constructors (NewPageCache, the workers', the backends') check their
 // options the same way: an option out of range is an *InputError too.

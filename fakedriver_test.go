@@ -126,16 +126,31 @@ func (d *fakeDriver) CheckToken(_ context.Context, token string) (string, bool, 
 	return d.user, d.ok, d.record("CheckToken", sid(token))
 }
 
-func (d *fakeDriver) StartSession(_ context.Context, token, user string, _ time.Duration, _ string) (driver.Status, error) {
-	return d.status, d.record("StartSession", sid(token), user)
+func (d *fakeDriver) StartSession(_ context.Context, token, user string, opts driver.SessionOptions) (driver.Status, error) {
+	return d.status, d.record("StartSession", withValues([]any{sid(token), user}, opts.Values)...)
+}
+
+// withValues returns args with a summary of the values a login sets, if
+// it sets any.
+func withValues(args []any, values map[string][]byte) []any {
+	if values == nil {
+		return args
+	}
+	set := 0
+	for _, v := range values {
+		if v != nil {
+			set++
+		}
+	}
+	return append(args, rawArg(fmt.Sprintf("Values(%d set, %d deleted)", set, len(values)-set)))
 }
 
 func (d *fakeDriver) RefreshSession(_ context.Context, token, item string) (string, bool, error) {
 	return d.user, d.ok, d.record("RefreshSession", sid(token), item)
 }
 
-func (d *fakeDriver) RenewSession(_ context.Context, token, newToken, user string, _ time.Duration, _ string) (driver.Status, error) {
-	return d.status, d.record("RenewSession", sid(token), sid(newToken), user)
+func (d *fakeDriver) RenewSession(_ context.Context, token, newToken, user string, opts driver.SessionOptions) (driver.Status, error) {
+	return d.status, d.record("RenewSession", withValues([]any{sid(token), sid(newToken), user}, opts.Values)...)
 }
 
 func (d *fakeDriver) UserSessions(_ context.Context, user string) ([]driver.SessionInfo, error) {

@@ -105,12 +105,13 @@ type Sessions interface {
 
 	// StartSessionFor is StartSession with the options a login gives (see
 	// [SessionOptions]): a lifetime of its own, such as 30 days for a
-	// "remember me" login and a day otherwise, and a label naming the
-	// device. The session expires opts.Lifetime after it started (and by
-	// the idle timeout, as every session does); a zero Lifetime is the
-	// Store's. Options that break their rules return an error matching
-	// [ErrInvalid] and write nothing. Like every session time the lifetime
-	// is rounded up to whole milliseconds.
+	// "remember me" login and a day otherwise, a label naming the device,
+	// and values it holds from the start. The session expires
+	// opts.Lifetime after it started (and by the idle timeout, as every
+	// session does); a zero Lifetime is the Store's. Options that break
+	// their rules return an error matching [ErrInvalid] and write nothing.
+	// Like every session time the lifetime is rounded up to whole
+	// milliseconds.
 	//
 	// The session keeps its lifetime through RefreshSession, through
 	// UpdateToken with its own user and through RenewSession without a
@@ -164,9 +165,11 @@ type Sessions interface {
 	// options, as StartSessionFor does: the session is logged in as user
 	// (which must not be empty) and expires opts.Lifetime after the login
 	// (the Store's lifetime if it is zero); a non-empty opts.Label replaces
-	// its label, an empty one keeps it. If the options break their rules,
-	// or user is empty, it returns an error matching [ErrInvalid] and
-	// writes nothing.
+	// its label, an empty one keeps it; opts.Values replace or delete the
+	// values of their keys in the moved session. If the options break
+	// their rules (the values would leave the session more than
+	// [MaxSessionValues] among them), or user is empty, it returns an
+	// error matching [ErrInvalid] and writes nothing.
 	RenewSessionFor(ctx context.Context, token, newToken, user string, opts SessionOptions) (ok bool, err error)
 
 	// RecentItems returns the items token viewed, newest first, each once.
@@ -266,6 +269,27 @@ type SessionOptions struct {
 	// (the ASCII space included; other spaces and control characters
 	// refused); "" for none.
 	Label string
+
+	// Values are session values (see [SessionValues]) that the session
+	// holds from the instant it exists under its token: StartSessionFor
+	// creates it holding them, and RenewSessionFor moves it to the new
+	// token holding the old session's values with these in place of
+	// those of the same keys. Since they are written in the same step as
+	// the session, no call finds the new session without them, and a
+	// RenewSessionFor that fails or reports ok == false leaves the old
+	// session's values as they were. A login records what it chose with
+	// them, so that nothing is left to write, and fail, once the old token
+	// names no session.
+	//
+	// A nil value deletes its key: the new session does not keep the old
+	// one's value under it (at StartSessionFor there is nothing to delete,
+	// and it does nothing). An empty value that is not nil, such as
+	// []byte{}, is stored as the empty value. Each key and value follows
+	// SetValue's rules, and the session may hold at most
+	// [MaxSessionValues] values once they are applied; otherwise the call
+	// returns an error matching [ErrInvalid] and writes nothing. The Store
+	// keeps no reference to the map or its values.
+	Values map[string][]byte
 }
 
 // SessionValues keeps a few small values per session (a flash message, a

@@ -159,6 +159,29 @@ func checkSessionOptions(op string, opts SessionOptions, max time.Duration) erro
 	if why := rules.Label(opts.Label); why != "" {
 		return invalid(op, "Label", why)
 	}
+	return checkSessionValues(op, opts.Values)
+}
+
+// checkSessionValues checks the values a login sets (SessionOptions.Values)
+// as SetValue checks one, and that there are at most MaxSessionValues to
+// set. Whether a session that already holds values can take them is the
+// driver's to tell: only it knows the session's values.
+func checkSessionValues(op string, values map[string][]byte) error {
+	set := 0
+	for key, value := range values {
+		if why := rules.ID(key); why != "" {
+			return invalid(op, "Values", keyArg("key", key)+": "+why)
+		}
+		if len(value) > MaxValueSize {
+			return invalid(op, "Values", keyArg("the value of", key)+": longer than "+strconv.Itoa(MaxValueSize)+" bytes")
+		}
+		if value != nil {
+			set++
+		}
+	}
+	if set > MaxSessionValues {
+		return tooManyValues(op)
+	}
 	return nil
 }
 

@@ -193,6 +193,40 @@ func invalidCalls() []invalidCall {
 	bigValue := make([]byte, retail.MaxValueSize+1)
 	add("ValueTooLarge", "SetValue", "value", fmt.Sprintf(`SetValue("tok-a", "flash", <%d bytes>)`, len(bigValue)),
 		func(ctx context.Context, s retail.Store) error { return s.SetValue(ctx, "tok-a", "flash", bigValue) })
+	// The values a login sets follow SetValue's rules, deleted keys
+	// included, and are at most MaxSessionValues.
+	type loginValues struct {
+		name   string
+		values map[string][]byte
+	}
+	badValues := []loginValues{
+		{"ValueTooLarge", map[string][]byte{"flash": bigValue}},
+		{"TooMany", func() map[string][]byte {
+			m := map[string][]byte{"deleted": nil}
+			for i := range retail.MaxSessionValues + 1 {
+				m[fmt.Sprint("key-", i)] = []byte{}
+			}
+			return m
+		}()},
+	}
+	for _, b := range badIDs {
+		badValues = append(badValues,
+			loginValues{"Key" + b.name, map[string][]byte{"flash": []byte("hi"), b.value: []byte("hi")}},
+			loginValues{"DeletedKey" + b.name, map[string][]byte{"flash": []byte("hi"), b.value: nil}})
+	}
+	for _, b := range badValues {
+		opts := retail.SessionOptions{Values: b.values}
+		add("Values"+b.name, "StartSessionFor", "Values", `StartSessionFor("tok-a", "alice", Values `+b.name+")",
+			func(ctx context.Context, s retail.Store) error {
+				_, err := s.StartSessionFor(ctx, "tok-a", "alice", opts)
+				return err
+			})
+		add("Values"+b.name, "RenewSessionFor", "Values", `RenewSessionFor("tok-a", "tok-b", "alice", Values `+b.name+")",
+			func(ctx context.Context, s retail.Store) error {
+				_, err := s.RenewSessionFor(ctx, "tok-a", "tok-b", "alice", opts)
+				return err
+			})
+	}
 	for _, c := range []struct {
 		name string
 		n    int
@@ -374,6 +408,18 @@ func TestStore_AcceptsLimits(t *testing.T) {
 	call(err)
 	_, err = s.RenewSession(ctx, "t", "u", "") // keeps the user
 	call(err)
+	// As many values as a session holds, of the largest size, and deletions
+	// beyond them.
+	values := map[string][]byte{id: nil, "deleted": nil}
+	for i := range retail.MaxSessionValues {
+		values[fmt.Sprint("key-", i)] = make([]byte, retail.MaxValueSize)
+	}
+	_, err = s.StartSessionFor(ctx, "t", "u", retail.SessionOptions{Values: values})
+	call(err)
+	_, err = s.RenewSessionFor(ctx, "t", "u", "v", retail.SessionOptions{Values: values})
+	call(err)
+	_, err = s.RenewSessionFor(ctx, "t", "u", "v", retail.SessionOptions{Values: map[string][]byte{"empty": {}}})
+	call(err)
 	_, err = s.UserSessions(ctx, user)
 	call(err)
 	_, err = s.LogoutUser(ctx, "u")
@@ -436,6 +482,9 @@ func TestStore_AcceptsLimits(t *testing.T) {
 		`RefreshSession(id("t"), "")`,
 		`RenewSession(id(<256 bytes>), id(<256 bytes>), <1024 bytes>)`,
 		`RenewSession(id("t"), id("u"), "")`,
+		fmt.Sprintf(`StartSession(id("t"), "u", Values(%d set, 2 deleted))`, retail.MaxSessionValues),
+		fmt.Sprintf(`RenewSession(id("t"), id("u"), "v", Values(%d set, 2 deleted))`, retail.MaxSessionValues),
+		`RenewSession(id("t"), id("u"), "v", Values(1 set, 0 deleted))`,
 		`UserSessions(<1024 bytes>)`,
 		`LogoutUser("u")`,
 		fmt.Sprintf(`SetValue(id(<256 bytes>), <256 bytes>, <%d bytes>)`, retail.MaxValueSize),

@@ -173,11 +173,13 @@ func (s *store) startSession(ctx context.Context, op, token, user string, opts S
 		return false, fail(op, tokenArg(token), err)
 	}
 	id := sessionid.Of(token)
-	st, err := s.d.StartSession(ctx, id, user, opts.Lifetime, opts.Label)
-	if err != nil {
+	st, err := s.d.StartSession(ctx, id, user, driver.SessionOptions(opts))
+	switch {
+	case err != nil:
 		return false, fail(op, tokenArg(token), err)
-	}
-	if st != driver.OK {
+	case st == driver.Full:
+		return false, tooManyValues(op)
+	case st != driver.OK:
 		return false, nil
 	}
 	if err := s.limitSessions(ctx, user, id); err != nil {
@@ -238,10 +240,12 @@ func (s *store) renewSession(ctx context.Context, op, token, newToken, user stri
 		return false, fail(op, tokenArg(token), err)
 	}
 	id := sessionid.Of(newToken)
-	st, err := s.d.RenewSession(ctx, sessionid.Of(token), id, user, opts.Lifetime, opts.Label)
+	st, err := s.d.RenewSession(ctx, sessionid.Of(token), id, user, driver.SessionOptions(opts))
 	switch {
 	case err != nil:
 		return false, fail(op, tokenArg(token), err)
+	case st == driver.Full:
+		return false, tooManyValues(op)
 	case st == driver.Exists:
 		return false, invalid(op, "newToken", "already names a session")
 	case st != driver.OK:
@@ -251,6 +255,12 @@ func (s *store) renewSession(ctx context.Context, op, token, newToken, user stri
 		return false, fail(op, tokenArg(token), err)
 	}
 	return true, nil
+}
+
+// tooManyValues is the error of a login whose SessionOptions.Values would
+// leave its session more than MaxSessionValues values.
+func tooManyValues(op string) error {
+	return invalid(op, "Values", "would leave the session more than "+strconv.Itoa(MaxSessionValues)+" values")
 }
 
 // limitSessions enforces MaxSessionsPerUser after user logged in to the

@@ -392,6 +392,26 @@ func TestStore_MapsDriverStatuses(t *testing.T) {
 				driver.NoSession: {result: false},
 				driver.Exists:    {result: false, invalidArg: "newToken"},
 			}},
+		{"StartSessionFor", `StartSession(id("tok-6f1d2c9a"), "alice", Values(1 set, 0 deleted))`,
+			func(ctx context.Context, s retail.Store) (any, error) {
+				return s.StartSessionFor(ctx, secretToken, "alice", retail.SessionOptions{Values: map[string][]byte{"flash": {}}})
+			},
+			map[driver.Status]statusOutcome{
+				driver.OK:     {result: true},
+				driver.Exists: {result: false},
+				driver.Full:   {result: false, invalidArg: "Values"},
+			}},
+		{"RenewSessionFor", `RenewSession(id("tok-6f1d2c9a"), id("new-0b7e"), "alice", Values(1 set, 1 deleted))`,
+			func(ctx context.Context, s retail.Store) (any, error) {
+				return s.RenewSessionFor(ctx, secretToken, "new-0b7e", "alice",
+					retail.SessionOptions{Values: map[string][]byte{"flash": []byte("hi"), "step": nil}})
+			},
+			map[driver.Status]statusOutcome{
+				driver.OK:        {result: true},
+				driver.NoSession: {result: false},
+				driver.Exists:    {result: false, invalidArg: "newToken"},
+				driver.Full:      {result: false, invalidArg: "Values"},
+			}},
 		{"SetValue", `SetValue(id("tok-6f1d2c9a"), "flash", <0 bytes>)`,
 			func(ctx context.Context, s retail.Store) (any, error) {
 				return nil, s.SetValue(ctx, secretToken, "flash", []byte{})

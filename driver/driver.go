@@ -45,12 +45,10 @@ import (
 // caller; a driver must not keep slices passed to it after the call returns.
 type Store interface {
 	// StartSession creates a session for token (user "" for a guest), or
-	// reports Exists, writing nothing, if token names a live session. A
-	// lifetime of 0 gives the session the driver's Lifetime; any other is
-	// the session's own (retail.Sessions.StartSessionFor), positive and at
-	// most the driver's Lifetime, to be rounded up to whole milliseconds.
-	// label ("" for none) is kept with the session for UserSessions.
-	StartSession(ctx context.Context, token, user string, lifetime time.Duration, label string) (Status, error)
+	// reports Exists, writing nothing, if token names a live session. The
+	// session is created with the options given (see SessionOptions): it
+	// holds opts.Values (those that are not nil) from the start.
+	StartSession(ctx context.Context, token, user string, opts SessionOptions) (Status, error)
 
 	// CheckToken returns the user of token's live session, or ok == false.
 	CheckToken(ctx context.Context, token string) (user string, ok bool, err error)
@@ -67,14 +65,19 @@ type Store interface {
 	UpdateToken(ctx context.Context, token, user, item string) error
 
 	// RenewSession moves token's live session to newToken (token !=
-	// newToken), setting user if it is not empty. It reports NoSession if
-	// token has no live session and Exists if newToken names one; then
-	// nothing is written. With a user (a login) the session's lifetime
-	// starts again: lifetime if it is not 0 (as StartSession takes it),
-	// else the driver's Lifetime. Without one (then lifetime is 0) the
+	// newToken), setting user if it is not empty. With a user (a login)
+	// the session's lifetime starts again: opts.Lifetime if it is not 0,
+	// else the driver's Lifetime. Without one (then opts is zero) the
 	// session keeps its start and lifetime. The session keeps its label
-	// unless label is not empty (then user is not empty): label replaces it.
-	RenewSession(ctx context.Context, token, newToken, user string, lifetime time.Duration, label string) (Status, error)
+	// unless opts.Label is not empty: it replaces it. The moved session
+	// holds the old one's values with opts.Values applied (see
+	// SessionOptions) from the instant newToken names it.
+	//
+	// It reports NoSession if token has no live session, Full if the
+	// session would hold more than retail.MaxSessionValues values once
+	// opts.Values are applied, and Exists if newToken names a live
+	// session; then nothing is written.
+	RenewSession(ctx context.Context, token, newToken, user string, opts SessionOptions) (Status, error)
 
 	// RecentItems returns token's recently viewed items, newest first; nil
 	// or empty without a live session.
@@ -245,9 +248,32 @@ const (
 	OK        Status = iota // written
 	NoSession               // the token has no live session
 	Exists                  // the new token already names a session
-	Full                    // the cart has MaxCartLines lines, or the session MaxSessionValues values
+	Full                    // the cart has MaxCartLines lines, or the session MaxSessionValues values (or would have more)
 	TooMany                 // the cart line would exceed MaxCartCount
 )
+
+// SessionOptions are what StartSession and RenewSession give the session
+// beyond its user (retail.SessionOptions, checked against the input rules).
+type SessionOptions struct {
+	// Lifetime is 0 for the driver's Lifetime, or else the session's
+	// own, positive and at most the driver's Lifetime, to be rounded up to
+	// whole milliseconds.
+	Lifetime time.Duration
+
+	// Label is kept with the session for UserSessions; "" for none, or,
+	// in RenewSession, to keep the session's.
+	Label string
+
+	// Values are set in the session in the same atomic step that creates
+	// it under its token (or moves it there): no call, in any process,
+	// may find the session under its token without them. A nil value
+	// deletes its key (RenewSession) or does nothing (StartSession); any
+	// other, an empty one included, is stored. Keys and values follow
+	// SetValue's rules, and at most retail.MaxSessionValues values are
+	// not nil; whether the moved session would hold more is the driver's
+	// to check. The driver must not keep the map or its values.
+	Values map[string][]byte
+}
 
 // SessionInfo describes a live session, as UserSessions lists them.
 type SessionInfo struct {

@@ -326,7 +326,7 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 		}
 		// It is over whatever happens next.
 		rs.cur, rs.curOK = Session{}, false
-	case rs.curOK && sopts != (retail.SessionOptions{}):
+	case rs.curOK && (sopts.Lifetime != 0 || sopts.Label != ""):
 		renewed, err = m.store.RenewSessionFor(ctx, rs.cur.Token, s.Token, user, sopts)
 		if err != nil {
 			restore()
@@ -653,7 +653,7 @@ func (m *SessionManager) LogoutEverywhere(ctx context.Context, w http.ResponseWr
 func (m *SessionManager) startFor(ctx context.Context, s Session, opts retail.SessionOptions) error {
 	var created bool
 	var err error
-	if opts != (retail.SessionOptions{}) {
+	if opts.Lifetime != 0 || opts.Label != "" {
 		created, err = m.store.StartSessionFor(ctx, s.Token, s.User, opts)
 	} else {
 		created, err = m.store.StartSession(ctx, s.Token, s.User)

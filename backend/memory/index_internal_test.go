@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retailkit/retail"
+	"github.com/retailkit/retail/driver"
 )
 
 // The suite sees the Store from outside; these tests look at its insides,
@@ -191,7 +192,7 @@ func randomCalls(t *testing.T, s *store, clock *retail.ManualClock, r *rand.Rand
 		switch op := r.IntN(16); op {
 		case 0, 1:
 			call = fmt.Sprintf("StartSession(%q, %q)", token, user)
-			st, _ := s.StartSession(ctx, token, user, 0, "")
+			st, _ := s.StartSession(ctx, token, user, driver.SessionOptions{})
 			if (st == 0) == isLive {
 				t.Fatalf("step %d: %s = %v, model says live %v", step, call, st, isLive)
 			}
@@ -223,7 +224,7 @@ func randomCalls(t *testing.T, s *store, clock *retail.ManualClock, r *rand.Rand
 				other += "x"
 			}
 			call = fmt.Sprintf("RenewSession(%q, %q, %q)", token, other, user)
-			st, _ := s.RenewSession(ctx, token, other, user, 0, "")
+			st, _ := s.RenewSession(ctx, token, other, user, driver.SessionOptions{})
 			_, otherLive := live(other, now)
 			want := map[bool]string{true: "OK"}[isLive && !otherLive]
 			if (st == 0) != (want == "OK") {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"time"
 
+	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/driver"
 	"github.com/retailkit/retail/internal/settings"
 )
@@ -118,7 +118,8 @@ func (s *store) dropSession(sh *sessionShard, x *session) {
 }
 
 // StartSession implements driver.Store.
-func (s *store) StartSession(ctx context.Context, token, user string, lifetime time.Duration, label string) (driver.Status, error) {
+func (s *store) StartSession(ctx context.Context, token, user string, opts driver.SessionOptions) (driver.Status, error) {
+	values := cloneValues(opts.Values)
 	now := s.now()
 	sh := s.shard(token)
 	sh.mu.Lock()
@@ -127,7 +128,8 @@ func (s *store) StartSession(ctx context.Context, token, user string, lifetime t
 		return driver.Exists, nil
 	}
 	x := s.newSession(sh, token, user, now)
-	x.life, x.label = settings.Millis(lifetime), strings.Clone(label)
+	x.life, x.label = settings.Millis(opts.Lifetime), strings.Clone(opts.Label)
+	setValues(x, values)
 	return driver.OK, nil
 }
 
@@ -231,7 +233,8 @@ func pushRecent(recent []string, item string, limit int) []string {
 // the shards of both tokens locked, so no call sees neither token live. The
 // shards are locked in index order, so two renewals between the same two
 // shards cannot each hold one and wait for the other.
-func (s *store) RenewSession(ctx context.Context, token, newToken, user string, lifetime time.Duration, label string) (driver.Status, error) {
+func (s *store) RenewSession(ctx context.Context, token, newToken, user string, opts driver.SessionOptions) (driver.Status, error) {
+	values := cloneValues(opts.Values)
 	now := s.now()
 	from, to := shardOf(s.seed, token), shardOf(s.seed, newToken)
 	first, second := &s.shards[min(from, to)], &s.shards[max(from, to)]
@@ -246,6 +249,9 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string, 
 	if x == nil {
 		return driver.NoSession, nil
 	}
+	if valuesAfter(x.values, values) > retail.MaxSessionValues {
+		return driver.Full, nil
+	}
 	if s.liveSession(&s.shards[to], newToken, now) != nil {
 		return driver.Exists, nil
 	}
@@ -253,11 +259,12 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string, 
 	x.token = strings.Clone(newToken)
 	if user != "" {
 		s.setUser(x, user, now)
-		x.created, x.life = now, settings.Millis(lifetime)
+		x.created, x.life = now, settings.Millis(opts.Lifetime)
 	}
-	if label != "" {
-		x.label = strings.Clone(label)
+	if opts.Label != "" {
+		x.label = strings.Clone(opts.Label)
 	}
+	setValues(x, values)
 	s.shards[to].see(x, now)
 	x.touched = now
 	s.shards[to].add(x)

@@ -89,7 +89,7 @@ func TestCleanSessions_TakesOldestAcrossShards(t *testing.T) {
 					see(token, max(model[token].lastSeen, now))
 				default:
 					token, newToken := anyToken(), fmt.Sprintf("renewed-%d", i)
-					if st, err := s.RenewSession(ctx, token, newToken, "", 0, ""); st != driver.OK || err != nil {
+					if st, err := s.RenewSession(ctx, token, newToken, "", driver.SessionOptions{}); st != driver.OK || err != nil {
 						t.Fatalf("RenewSession(%q, %q) = %v, %v, want OK", token, newToken, st, err)
 					}
 					lastSeen := max(model[token].lastSeen, now)

@@ -76,3 +76,51 @@ func (s *store) DeleteValue(ctx context.Context, token, key string) error {
 	}
 	return nil
 }
+
+// cloneValues returns a copy of the values a login sets
+// (driver.SessionOptions.Values), made before a shard is locked; a nil
+// value, which deletes its key, stays nil.
+func cloneValues(values map[string][]byte) map[string][]byte {
+	if len(values) == 0 {
+		return nil
+	}
+	out := make(map[string][]byte, len(values))
+	for key, v := range values {
+		if v != nil {
+			v = cloneBytes(v)
+		}
+		out[strings.Clone(key)] = v
+	}
+	return out
+}
+
+// valuesAfter returns how many values a session that holds values holds
+// once set, a login's, is applied.
+func valuesAfter(values, set map[string][]byte) int {
+	n := len(values)
+	for key, v := range set {
+		_, had := values[key]
+		switch {
+		case v == nil && had:
+			n--
+		case v != nil && !had:
+			n++
+		}
+	}
+	return n
+}
+
+// setValues applies set, a login's values as cloneValues copied them, to
+// x: a nil value deletes its key. x's shard must be locked.
+func setValues(x *session, set map[string][]byte) {
+	for key, v := range set {
+		if v == nil {
+			delete(x.values, key)
+			continue
+		}
+		if x.values == nil {
+			x.values = make(map[string][]byte, len(set))
+		}
+		x.values[key] = v
+	}
+}

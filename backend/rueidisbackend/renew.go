@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retailkit/retail"
 	"github.com/retailkit/retail/driver"
 	"github.com/retailkit/retail/internal/settings"
 )
@@ -20,8 +21,8 @@ var readSession = sessionScript(readSrc)
 // server, so that one code path is tested everywhere):
 //
 //  1. Create: read the old session, create the new one holding a copy of
-//     its recent items, cart and values (unless newToken names a live
-//     session), and index it.
+//     its recent items, cart and values, with the login's values applied
+//     (unless newToken names a live session), and index it.
 //  2. Delete the old session; then remove its entries from the indexes
 //     (the new one's were written in step 1). Once the old session is
 //     deleted, the call succeeds whether or not the removals do.
@@ -37,7 +38,7 @@ var readSession = sessionScript(readSrc)
 // the same token), the new one is deleted again and RenewSession reports
 // NoSession. A write to the old token that lands between the copy and the
 // deletion, a few round trips, is lost with the old session.
-func (s *store) RenewSession(ctx context.Context, token, newToken, user string, lifetime time.Duration, label string) (driver.Status, error) {
+func (s *store) RenewSession(ctx context.Context, token, newToken, user string, opts driver.SessionOptions) (driver.Status, error) {
 	// The login's instant is when the call began: a LogoutUser of user
 	// that began in the same millisecond or later ends the new session.
 	stamp, now := s.nextStamp()
@@ -63,8 +64,18 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string, 
 	if err != nil {
 		return 0, err
 	}
-	if label != "" {
-		fields = withLabel(fields, label)
+	if opts.Label != "" {
+		fields = withLabel(fields, opts.Label)
+	}
+	if opts.Values != nil {
+		// The new session is written with its values in step 1, by one
+		// script: it never holds the old values without the login's.
+		// What it would hold is known here, from the read, so a login
+		// that would overfill it is refused before anything is written.
+		var n int
+		if fields, n = withValues(fields, opts.Values); n > retail.MaxSessionValues {
+			return driver.Full, nil
+		}
 	}
 	l, _ := parseLogin(login)
 	cfield, _, _ := strings.Cut(login, " ")
@@ -72,7 +83,7 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string, 
 
 	// Step 1: create.
 	if user != "" { // a login starts the lifetime again, the one given or the Store's
-		newUser, cstamp, cfield = user, formatStamp(stamp), withLife(createdField(stamp, now), settings.Millis(lifetime))
+		newUser, cstamp, cfield = user, formatStamp(stamp), withLife(createdField(stamp, now), settings.Millis(opts.Lifetime))
 	}
 	newLogin := loginValue(cfield, now+s.idle, newUser)
 	// The new session joins its user's index before the old one is
@@ -175,4 +186,36 @@ func withLabel(fields []string, label string) []string {
 		}
 	}
 	return append(out, "label", label)
+}
+
+// withValues returns the field-value pairs fields, a session's as read.lua
+// copies them (or none, for a new session), with values applied: a nil
+// value deletes its key's field, any other replaces or adds it. It counts
+// the values again for #values, and returns how many there are.
+func withValues(fields []string, values map[string][]byte) ([]string, int) {
+	out := make([]string, 0, len(fields)+2*len(values)+2)
+	n := 0
+	for i := 0; i+1 < len(fields); i += 2 {
+		f := fields[i]
+		if f == "#values" {
+			continue
+		}
+		if key, ok := strings.CutPrefix(f, "value:"); ok {
+			if _, given := values[key]; given {
+				continue
+			}
+			n++
+		}
+		out = append(out, f, fields[i+1])
+	}
+	for key, v := range values {
+		if v != nil {
+			out = append(out, "value:"+key, string(v))
+			n++
+		}
+	}
+	if n > 0 {
+		out = append(out, "#values", itoa(n))
+	}
+	return out, n
 }

@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"strconv"
-	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/retailkit/retail/driver"
@@ -31,12 +30,15 @@ var startSession = sessionScript(startSrc)
 // and, unless that indexed the session already (on a single server), the
 // index writes in a second round trip and a check in a third (see
 // indexNew).
-func (s *store) StartSession(ctx context.Context, token, user string, lifetime time.Duration, label string) (driver.Status, error) {
+func (s *store) StartSession(ctx context.Context, token, user string, opts driver.SessionOptions) (driver.Status, error) {
 	stamp, now := s.nextStamp()
-	login := loginValue(withLife(createdField(stamp, now), settings.Millis(lifetime)), now+s.idle, user)
+	login := loginValue(withLife(createdField(stamp, now), settings.Millis(opts.Lifetime)), now+s.idle, user)
 	var fields []string
-	if label != "" {
-		fields = []string{"label", label}
+	if opts.Label != "" {
+		fields = []string{"label", opts.Label}
+	}
+	if opts.Values != nil {
+		fields, _ = withValues(fields, opts.Values)
 	}
 	st, dropped, err := s.start(ctx, token, user, seenValue(stamp, now), login, fields)
 	if err != nil || st != driver.OK {
