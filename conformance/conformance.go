@@ -170,7 +170,7 @@ func RunWith(t *testing.T, newStore Factory, opts Options) {
 	}
 	su := &suite{newStore: newStore, timeout: timeout, cfg: defaultConfig, trials: trials}
 	groups := [][]behaviour{
-		bookTests, sessionTests, lifecycleTests, expiryTests, lifetimeTests, labelTests, userTests,
+		bookTests, sessionTests, lifecycleTests, expiryTests, lifetimeTests, labelTests, loginValueTests, userTests,
 		valueTests, cleaningTests, cartTests, pageTests, rowTests, viewTests,
 		frontDoorTests, logoutTests, logoutUserTests, touchTests, concurrencyTests, workerTests,
 	}
