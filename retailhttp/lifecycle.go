@@ -139,12 +139,12 @@ func (m *SessionManager) Ensure(ctx context.Context, w http.ResponseWriter) (Ses
 
 // Login logs the request's session in as user and sets the new session
 // cookie on w. A guest's session, or user's own, moves to a new token with
-// [retail.Sessions.RenewSession]: its cart, recently viewed items and
+// [retail.Sessions.RenewSessionFor]: its cart, recently viewed items and
 // values are kept, its lifetime starts again, and the old token names no
 // session once Login returns. A session of another user is logged out
 // instead (its cart is that user's), and a request without a session, or
 // whose session has ended since it began, gets a new one
-// ([retail.Sessions.StartSession]). The token is always new, never the one
+// ([retail.Sessions.StartSessionFor]). The token is always new, never the one
 // the request came with, so a token planted in a visitor's browser before
 // login never becomes a logged-in session (no session fixation).
 //
@@ -164,13 +164,10 @@ func (m *SessionManager) Ensure(ctx context.Context, w http.ResponseWriter) (Ses
 // old session is unchanged, unless it was another user's, which is logged
 // out first (for a LoginWith with a Lifetime, right after the new session
 // starts, which is ended again if that logout fails). LoginWith records
-// its choice of cookie in the session before the session moves, so that
-// nothing is left to fail once the old token names no session (it writes
-// the choice again in the moved session, in case a concurrent login of the
-// same session wrote its own, but a failure of that is only logged); if
-// the move fails, the old records are put back in the background, waited
-// for only while ctx lasts, and a failure to put them back is logged. A
-// new session that the choice cannot be recorded in is ended.
+// its choice of cookie in the session in the same call of the Store that
+// moves or starts it ([retail.SessionOptions].Values): a login that fails
+// leaves the old session's records as they were, and one that moves the
+// session has nothing left to do that could fail.
 func (m *SessionManager) Login(ctx context.Context, w http.ResponseWriter, user string) (Session, error) {
 	return m.LoginWith(ctx, w, user, LoginOptions{})
 }
@@ -218,7 +215,7 @@ const browserKind = "session"
 // Unix ms, so that Renew signs the same: it has no Max-Age to keep it. It
 // is a value of its own, so that cookieKey's records read the same to
 // every version (a Renew by one that does not know it signs MaxAge from
-// the Renew, as before); a later login of another kind leaves it unread.
+// the Renew, as before); a later login of another kind drops it.
 const signedUntilKey = "retailhttp:signed-until"
 
 // LoginWith is [SessionManager.Login] with the choices opts makes: a
@@ -236,7 +233,10 @@ const signedUntilKey = "retailhttp:signed-until"
 // did: a persistent one by its Max-Age, and in signed-cookie mode either
 // kind by the expiry signed into it. LoginWith with a Lifetime or
 // BrowserSession records them in a session value (one of
-// retail.MaxSessionValues); a login without either drops it.
+// retail.MaxSessionValues; two for a browser-session cookie in
+// signed-cookie mode); a login without either drops them. A session that
+// holds MaxSessionValues other values has no room for them: such a login
+// returns an error matching [retail.ErrInvalid] and changes nothing.
 func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, user string, opts LoginOptions) (Session, error) {
 	rs, err := m.request(ctx, "Login")
 	if err != nil {
@@ -251,7 +251,6 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 	if why := rules.Label(opts.Label); why != "" {
 		return Session{}, invalid("SessionManager.Login", "Label", why)
 	}
-	sopts := retail.SessionOptions{Lifetime: opts.Lifetime, Label: opts.Label}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	s := Session{Token: newToken(), User: user}
@@ -264,46 +263,11 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 	if err != nil {
 		return Session{}, err
 	}
-	// recordIn writes the login's choice of cookie into token's session
-	// (see cookieKey).
-	recordIn := func(ctx context.Context, token string) error {
-		switch {
-		case opts.BrowserSession:
-			err := m.store.SetValue(ctx, token, cookieKey, []byte(browserKind))
-			if err == nil && m.signer != nil {
-				err = m.store.SetValue(ctx, token, signedUntilKey, instantValue(expires))
-			}
-			return err
-		case opts.Lifetime != 0:
-			return m.store.SetValue(ctx, token, cookieKey, instantValue(expires))
-		default:
-			return m.store.DeleteValue(ctx, token, cookieKey)
-		}
-	}
-	record := func(token string) error { return recordIn(ctx, token) }
-	// A login that renews the request's session records the choice in it
-	// before the move, which copies the values: once the old session is
-	// gone nothing is left to fail, so a failure (a Redis that stalls at
-	// the wrong moment) never leaves the visitor without the session and
-	// its cart. If the move fails, the old records are put back.
-	moves := rs.curOK && (rs.cur.User == "" || rs.cur.User == user)
-	var restore func()
-	if moves {
-		var err error
-		if restore, err = m.saveRecords(ctx, rs.cur.Token); err != nil {
-			return Session{}, err
-		}
-		if err := record(rs.cur.Token); err != nil {
-			if !errors.Is(err, retail.ErrNoSession) {
-				restore()
-				return Session{}, err
-			}
-			// The session has ended since the request began (a
-			// concurrent login of it moved it first, a Logout): the
-			// login starts a new one, as for a request without one.
-			rs.cur, rs.curOK = Session{}, false
-		}
-	}
+	// The choice of cookie is recorded in the session by the call that
+	// starts or moves it: a login that fails leaves the old session's
+	// records as they were, and once the old token names no session
+	// nothing is left to fail.
+	sopts := retail.SessionOptions{Lifetime: opts.Lifetime, Label: opts.Label, Values: m.loginRecords(opts, expires)}
 	renewed, started := false, false
 	switch {
 	case rs.curOK && rs.cur.User != "" && rs.cur.User != user:
@@ -326,16 +290,13 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 		}
 		// It is over whatever happens next.
 		rs.cur, rs.curOK = Session{}, false
-	case rs.curOK && (sopts.Lifetime != 0 || sopts.Label != ""):
+	case rs.curOK:
+		// A guest's session, or user's own. If it has ended since the
+		// request began (a concurrent login of it moved it first, a
+		// Logout), renewed is false: the login starts a new one, as for a
+		// request without one.
 		renewed, err = m.store.RenewSessionFor(ctx, rs.cur.Token, s.Token, user, sopts)
 		if err != nil {
-			restore()
-			return Session{}, err
-		}
-	case rs.curOK:
-		renewed, err = m.store.RenewSession(ctx, rs.cur.Token, s.Token, user)
-		if err != nil {
-			restore()
 			return Session{}, err
 		}
 	}
@@ -343,29 +304,6 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 		if err := m.startFor(ctx, s, sopts); err != nil {
 			return Session{}, err
 		}
-	}
-	switch {
-	case renewed:
-		// The move copied the records written before it, unless a
-		// concurrent login of the same session, or the restore of one
-		// that failed, wrote its own in between: they are written again
-		// in the new session, which no one else knows yet. The session
-		// has moved, so a failure now (a stalled Store: it gets
-		// recordAgainWait) is logged, not returned.
-		rctx, cancel := context.WithTimeout(ctx, recordAgainWait)
-		if err := recordIn(rctx, s.Token); err != nil {
-			logError(ctx, m.opts.Logger, "retailhttp: writing a login's choice of cookie again after the move failed; a concurrent login's may stand", err)
-		}
-		cancel()
-	case opts.BrowserSession || opts.Lifetime != 0:
-		err = record(s.Token)
-	}
-	if err != nil {
-		// The session is logged in; without its record, Renew would set
-		// the default cookie. End it rather than leave that.
-		m.endLogin(ctx, s.Token)
-		rs.cur, rs.curOK = Session{}, false
-		return Session{}, err
 	}
 	rs.cur, rs.curOK = s, true
 	if opts.BrowserSession {
@@ -378,57 +316,22 @@ func (m *SessionManager) LoginWith(ctx context.Context, w http.ResponseWriter, u
 	return s, nil
 }
 
-// savedRecord is a cookie record as saveRecords read it.
-type savedRecord struct {
-	key   string
-	value []byte
-	found bool
-}
-
-// saveRecords reads the cookie records (cookieKey, signedUntilKey) of
-// token's session and returns a function that puts them back as they were,
-// as best it can: a failure is logged.
-func (m *SessionManager) saveRecords(ctx context.Context, token string) (func(), error) {
-	put := func(ctx context.Context, all []savedRecord) { m.putRecords(ctx, token, all) }
-	var all []savedRecord
-	for _, key := range []string{cookieKey, signedUntilKey} {
-		v, found, err := m.store.Value(ctx, token, key)
-		if err != nil {
-			return nil, err
+// loginRecords returns the session values in which a login with opts,
+// whose cookie expires at expires, records its choice of cookie (see
+// cookieKey and signedUntilKey): nil for a record it drops, so that no
+// earlier login's stands.
+func (m *SessionManager) loginRecords(opts LoginOptions, expires time.Time) map[string][]byte {
+	records := map[string][]byte{cookieKey: nil, signedUntilKey: nil}
+	switch {
+	case opts.BrowserSession:
+		records[cookieKey] = []byte(browserKind)
+		if m.signer != nil {
+			records[signedUntilKey] = instantValue(expires)
 		}
-		all = append(all, savedRecord{key, v, found})
+	case opts.Lifetime != 0:
+		records[cookieKey] = instantValue(expires)
 	}
-	// Like endLogin, it runs for cleanupTimeout at most and is waited for
-	// only while ctx lasts, so that a stalled server holds no request past
-	// its deadline.
-	return func() {
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			put(context.WithoutCancel(ctx), all)
-		}()
-		select {
-		case <-done:
-		case <-ctx.Done():
-		}
-	}, nil
-}
-
-// putRecords is saveRecords's restore.
-func (m *SessionManager) putRecords(ctx context.Context, token string, all []savedRecord) {
-	rctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
-	defer cancel()
-	for _, sv := range all {
-		var err error
-		if sv.found {
-			err = m.store.SetValue(rctx, token, sv.key, sv.value)
-		} else {
-			err = m.store.DeleteValue(rctx, token, sv.key)
-		}
-		if err != nil && !errors.Is(err, retail.ErrNoSession) && !errors.Is(err, retail.ErrClosed) {
-			logError(rctx, m.opts.Logger, "retailhttp: putting back a session's cookie record after a failed login failed", err)
-		}
-	}
+	return records
 }
 
 // endLogin ends the session of token, which a login that failed after
@@ -450,10 +353,6 @@ func (m *SessionManager) endLogin(ctx context.Context, token string) {
 	case <-ctx.Done():
 	}
 }
-
-// recordAgainWait bounds how long a login that moved the session waits to
-// write its choice of cookie again (see LoginWith).
-const recordAgainWait = 200 * time.Millisecond
 
 // cleanupTimeout bounds what a call that failed leaves running to clean up
 // after itself.
@@ -649,11 +548,12 @@ func (m *SessionManager) LogoutEverywhere(ctx context.Context, w http.ResponseWr
 	return n, nil
 }
 
-// startFor starts session s in the Store with the options given.
+// startFor starts session s in the Store with the options given, with
+// StartSession if they are its (no lifetime, label or values).
 func (m *SessionManager) startFor(ctx context.Context, s Session, opts retail.SessionOptions) error {
 	var created bool
 	var err error
-	if opts.Lifetime != 0 || opts.Label != "" {
+	if opts.Lifetime != 0 || opts.Label != "" || len(opts.Values) != 0 {
 		created, err = m.store.StartSessionFor(ctx, s.Token, s.User, opts)
 	} else {
 		created, err = m.store.StartSession(ctx, s.Token, s.User)

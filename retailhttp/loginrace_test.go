@@ -2,6 +2,7 @@ package retailhttp_test
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -64,7 +65,8 @@ func (g *gatedRenew) RenewSessionFor(ctx context.Context, token, newToken, user 
 }
 
 // Two concurrent logins of one guest session with different choices: the
-// one whose move wins must keep its own choice of cookie.
+// one whose move wins keeps its own choice of cookie, and the other, which
+// finds the session gone, starts a new one with its own.
 func TestLoginWith_ConcurrentLoginsKeepTheirOwnChoice(t *testing.T) {
 	for _, mode := range cookieModes {
 		t.Run(mode.name, func(t *testing.T) {
@@ -83,17 +85,41 @@ func TestLoginWith_ConcurrentLoginsKeepTheirOwnChoice(t *testing.T) {
 				sA, errA = r.m.LoginWith(ctxA, recA, "alice", retailhttp.LoginOptions{Lifetime: 30 * day}) // remember me
 			}()
 			<-g.arrived
-			_, errB := r.m.LoginWith(ctxB, httptest.NewRecorder(), "alice", retailhttp.LoginOptions{Lifetime: day, BrowserSession: true})
+			recB := httptest.NewRecorder()
+			sB, errB := r.m.LoginWith(ctxB, recB, "alice", retailhttp.LoginOptions{Lifetime: day, BrowserSession: true})
 			<-done
-			t.Logf("A: %+v, %v; B: %v", sA, errA, errB)
-			if errA != nil {
-				t.Fatal(errA)
+			if errA != nil || errB != nil || sA.Token == sB.Token {
+				t.Fatalf("concurrent LoginWiths = %+v, %v and %+v, %v; want two sessions of alice", sA, errA, sB, errB)
 			}
-			v, ok, err := r.s.Value(context.Background(), sA.Token, "retailhttp:cookie")
-			t.Logf("A's record: %q %v %v", v, ok, err)
-			c := sessionCookie(t, recA.Result())
-			wantCookie(t, "A's cookie", c, int(30*day/time.Second))
-			wantCookie(t, "Renew of A's remember-me login", r.do("/renew", c), int(30*day/time.Second))
+			for _, l := range []struct {
+				name   string
+				s      retailhttp.Session
+				rec    *httptest.ResponseRecorder
+				maxAge int
+				record func(string) bool
+			}{
+				{"A's remember-me login", sA, recA, int(30 * day / time.Second), func(v string) bool { return v != "session" }},
+				{"B's browser-session login", sB, recB, 0, func(v string) bool { return v == "session" }},
+			} {
+				if v, ok, err := r.s.Value(context.Background(), l.s.Token, "retailhttp:cookie"); !ok || err != nil || !l.record(string(v)) {
+					t.Errorf("%s: its session's cookie record = %q, %v, %v; want its own choice", l.name, v, ok, err)
+				}
+				c := setCookie(t, l.rec.Result())
+				wantCookie(t, l.name+"'s cookie", c, l.maxAge)
+				wantCookie(t, "Renew of "+l.name, r.do("/renew", c), l.maxAge)
+			}
 		})
 	}
+}
+
+// setCookie returns the session cookie resp sets, persistent or not.
+func setCookie(t *testing.T, resp *http.Response) *http.Cookie {
+	t.Helper()
+	for _, c := range resp.Cookies() {
+		if c.Name == retailhttp.DefaultSessionCookie && c.Value != "" {
+			return c
+		}
+	}
+	t.Fatalf("response sets no %s cookie; Set-Cookie: %q", retailhttp.DefaultSessionCookie, resp.Header["Set-Cookie"])
+	return nil
 }

@@ -791,10 +791,15 @@ func TestSessionManager_SignedCookieWithForeignDataIsNoSession(t *testing.T) {
 	}
 }
 
-// takenStore answers every StartSession as if its token were taken.
+// takenStore answers every StartSession and StartSessionFor as if its
+// token were taken.
 type takenStore struct{ retail.Store }
 
 func (takenStore) StartSession(context.Context, string, string) (bool, error) { return false, nil }
+
+func (takenStore) StartSessionFor(context.Context, string, string, retail.SessionOptions) (bool, error) {
+	return false, nil
+}
 
 func TestSessionManager_NeverUsesATakenToken(t *testing.T) {
 	ms, _ := newStore(t)

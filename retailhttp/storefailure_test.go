@@ -63,8 +63,11 @@ func wantStoreError(t *testing.T, call string, err error, rec *httptest.Response
 
 func TestLoginWith_StoreFailureSetsNoCookie(t *testing.T) {
 	// Each case logs alice in from a request that has the session setup
-	// makes (a nil cookie: none) while fail breaks the Store, and then
-	// checks what is left, with the Store working again.
+	// makes (a nil cookie: none) while the Store's methods named in fail
+	// break, and then checks what is left, with the Store working again.
+	// A login starts or moves a session with whichever of a pair of
+	// methods it likes, so both of the pair fail.
+	const start, move = "StartSession StartSessionFor", "RenewSession RenewSessionFor"
 	for _, tc := range []struct {
 		name  string
 		setup func(r *rememberRig) *http.Cookie
@@ -73,30 +76,37 @@ func TestLoginWith_StoreFailureSetsNoCookie(t *testing.T) {
 		check func(r *rememberRig, old *http.Cookie)
 	}{
 		{
-			name: "StartWithoutSession", fail: "StartSession",
+			name: "StartWithoutSession", fail: start,
 			check: func(r *rememberRig, _ *http.Cookie) { r.wantSessionCount("after the failed login", 0) },
 		},
 		{
-			name: "StartForWithoutSession", opts: retailhttp.LoginOptions{Lifetime: day}, fail: "StartSessionFor",
+			name: "StartForWithoutSession", opts: retailhttp.LoginOptions{Lifetime: day}, fail: start,
 			check: func(r *rememberRig, _ *http.Cookie) { r.wantSessionCount("after the failed login", 0) },
 		},
 		{
-			name: "RenewGuest", setup: guestCookie, fail: "RenewSession",
+			name: "RenewGuest", setup: guestCookie, fail: move,
 			check: wantGuestKept,
 		},
 		{
-			name: "RenewForGuest", setup: guestCookie, opts: retailhttp.LoginOptions{Lifetime: day, BrowserSession: true}, fail: "RenewSessionFor",
+			name: "RenewForGuest", setup: guestCookie, opts: retailhttp.LoginOptions{Lifetime: day, BrowserSession: true}, fail: move,
+			check: wantGuestKept,
+		},
+		{
+			name: "RenewForGuestRemembered", setup: guestCookie, opts: retailhttp.LoginOptions{Lifetime: day}, fail: move,
 			check: wantGuestKept,
 		},
 		{
 			// alice's remembered login keeps its cookie: a Renew gives the
 			// persistent cookie of 30 days, not the failed login's.
 			name: "RenewForOwnSession", setup: rememberedAlice,
-			opts: retailhttp.LoginOptions{Lifetime: day, BrowserSession: true}, fail: "RenewSessionFor",
-			check: func(r *rememberRig, old *http.Cookie) {
-				wantSession(r.t, r.m, "alice's old cookie", old, retailhttp.Session{Token: r.token(old), User: "alice"})
-				wantCookie(r.t, "Renew after the failed login", r.do("/renew", old), int(30*day/time.Second))
-			},
+			opts: retailhttp.LoginOptions{Lifetime: day, BrowserSession: true}, fail: move,
+			check: wantRememberedAliceKept,
+		},
+		{
+			// A login without options, which drops the records, keeps them
+			// too if it fails.
+			name: "RenewOwnSession", setup: rememberedAlice, fail: move,
+			check: wantRememberedAliceKept,
 		},
 		{
 			// Another user's session is logged out first; if that fails,
@@ -110,24 +120,6 @@ func TestLoginWith_StoreFailureSetsNoCookie(t *testing.T) {
 				wantSession(r.t, r.m, "bob's old cookie", old, retailhttp.Session{Token: r.token(old), User: "bob"})
 			},
 		},
-		{
-			// The choice of cookie is recorded before the session moves:
-			// a failure to record it leaves the guest's session, and its
-			// cart, as they were.
-			name: "RecordingTheCookie", setup: guestCookie, opts: retailhttp.LoginOptions{BrowserSession: true}, fail: "SetValue",
-			check: func(r *rememberRig, old *http.Cookie) {
-				wantGuestKept(r, old)
-				r.wantSessionCount("after the failed login", 1)
-			},
-		},
-		{
-			name: "DroppingTheCookieRecord", setup: rememberedAlice, fail: "DeleteValue",
-			check: func(r *rememberRig, old *http.Cookie) {
-				wantSession(r.t, r.m, "alice's old cookie", old, retailhttp.Session{Token: r.token(old), User: "alice"})
-				wantCookie(r.t, "Renew after the failed login", r.do("/renew", old), int(30*day/time.Second))
-				r.wantSessionCount("after the failed login", 1)
-			},
-		},
 	} {
 		for _, mode := range cookieModes {
 			t.Run(tc.name+"/"+mode.name, func(t *testing.T) {
@@ -137,12 +129,54 @@ func TestLoginWith_StoreFailureSetsNoCookie(t *testing.T) {
 					old = tc.setup(r)
 				}
 				ctx := requestContext(t, r.m, cookies(old)...)
-				r.failing.fail = map[string]bool{tc.fail: true}
+				r.failing.fail = map[string]bool{}
+				for _, name := range strings.Fields(tc.fail) {
+					r.failing.fail[name] = true
+				}
 				rec := httptest.NewRecorder()
 				_, err := r.m.LoginWith(ctx, rec, "alice", tc.opts)
 				r.failing.fail = nil
 				wantStoreError(t, "LoginWith(alice) failing "+tc.fail, err, rec)
 				tc.check(r, old)
+			})
+		}
+	}
+}
+
+// A login records its choice of cookie in the call of the Store that
+// starts or moves the session, and writes nothing else that could fail
+// once the old token names no session: with the Store's SetValue and
+// DeleteValue broken, every login sets its own choice, which a Renew
+// keeps, and no earlier login's.
+func TestLoginWith_RecordsItsChoiceWithTheSession(t *testing.T) {
+	const remember, browser, login = int(30 * day / time.Second), 0, int(retailhttp.DefaultSessionMaxAge / time.Second)
+	for _, tc := range []struct {
+		name   string
+		setup  func(r *rememberRig) *http.Cookie
+		opts   retailhttp.LoginOptions
+		maxAge int
+	}{
+		{"Start/BrowserSession", nil, retailhttp.LoginOptions{Lifetime: day, BrowserSession: true}, browser},
+		{"Start/RememberMe", nil, retailhttp.LoginOptions{Lifetime: 30 * day}, remember},
+		{"Guest/BrowserSession", guestCookie, retailhttp.LoginOptions{BrowserSession: true}, browser},
+		{"Guest/RememberMe", guestCookie, retailhttp.LoginOptions{Lifetime: 30 * day}, remember},
+		{"Remembered/BrowserSession", rememberedAlice, retailhttp.LoginOptions{Lifetime: day, BrowserSession: true}, browser},
+		{"Remembered/Login", rememberedAlice, retailhttp.LoginOptions{}, login},
+	} {
+		for _, mode := range cookieModes {
+			t.Run(tc.name+"/"+mode.name, func(t *testing.T) {
+				r := newRememberRigWith(t, mode.opts)
+				var old *http.Cookie
+				if tc.setup != nil {
+					old = tc.setup(r)
+				}
+				r.opts = tc.opts
+				r.failing.fail = map[string]bool{"SetValue": true, "DeleteValue": true}
+				c := r.do("/login?user=alice", old)
+				r.failing.fail = nil
+				wantCookie(t, "the login's cookie", c, tc.maxAge)
+				wantCookie(t, "Renew after the login", r.do("/renew", c), tc.maxAge)
+				r.wantSessionCount("after the login", 1)
 			})
 		}
 	}
@@ -161,7 +195,8 @@ func rememberedAlice(r *rememberRig) *http.Cookie {
 }
 
 // wantGuestKept checks that old still names a guest session with itemX in
-// its cart.
+// its cart and no record of a login's choice of cookie, and that it is
+// the only session.
 func wantGuestKept(r *rememberRig, old *http.Cookie) {
 	r.t.Helper()
 	token := r.token(old)
@@ -169,6 +204,22 @@ func wantGuestKept(r *rememberRig, old *http.Cookie) {
 	if cart, err := r.s.Cart(context.Background(), token); err != nil || !cmp.Equal(cart, map[string]int{"itemX": 1}) {
 		r.t.Errorf("guest's Cart after the failed login = %v, %v; want map[itemX:1]", cart, err)
 	}
+	for _, key := range []string{"retailhttp:cookie", "retailhttp:signed-until"} {
+		if v, ok, err := r.s.Value(context.Background(), token, key); ok || err != nil {
+			r.t.Errorf("guest's Value(%q) after the failed login = %q, %v, %v; want none", key, v, ok, err)
+		}
+	}
+	r.wantSessionCount("after the failed login", 1)
+}
+
+// wantRememberedAliceKept checks that old still names alice's session of
+// rememberedAlice, with its choice of cookie: a Renew gives the
+// persistent cookie of 30 days.
+func wantRememberedAliceKept(r *rememberRig, old *http.Cookie) {
+	r.t.Helper()
+	wantSession(r.t, r.m, "alice's old cookie", old, retailhttp.Session{Token: r.token(old), User: "alice"})
+	wantCookie(r.t, "Renew after the failed login", r.do("/renew", old), int(30*day/time.Second))
+	r.wantSessionCount("after the failed login", 1)
 }
 
 func TestRenew_StoreFailureSetsNoCookieAndKeepsTheSession(t *testing.T) {
@@ -257,25 +308,34 @@ func TestSessionManager_LogoutAgainAfterAFailureEndsTheSession(t *testing.T) {
 	}
 }
 
-// stallingValues is a Store whose SetValue stalls until its context ends,
-// as a Redis server that stops answering would.
-type stallingValues struct{ retail.Store }
-
-func (s stallingValues) SetValue(ctx context.Context, token, key string, value []byte) error {
-	<-ctx.Done()
-	return ctx.Err()
+// stallingLogoutOf is a Store whose Logout of one token stalls until its
+// context ends, as a Redis node that stops answering would.
+type stallingLogoutOf struct {
+	retail.Store
+	token string
 }
 
-// A LoginWith whose deadline passes while it records the cookie's kind has
-// logged the session in already: it ends that session, though its own
-// context is over, so that no session of the user is left that no cookie
-// names.
+func (s *stallingLogoutOf) Logout(ctx context.Context, token string) error {
+	if token == s.token {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return s.Store.Logout(ctx, token)
+}
+
+// A LoginWith with a Lifetime over another user's session starts the new
+// session first; if its deadline passes while it logs the other one out,
+// it ends the new session, though its own context is over, so that no
+// session of the user is left that no cookie names.
 func TestSessionManager_LoginWithPastItsDeadlineLeavesNoSession(t *testing.T) {
 	s, _ := newStore(t)
-	m := newManager(t, stallingValues{s}, retailhttp.SessionOptions{})
-	ctx, cancel := context.WithTimeout(requestContext(t, m), 50*time.Millisecond)
+	f := &stallingLogoutOf{Store: s}
+	m := newManager(t, f, retailhttp.SessionOptions{})
+	bob, c := login(t, m, "bob")
+	f.token = bob.Token
+	ctx, cancel := context.WithTimeout(requestContext(t, m, c), 50*time.Millisecond)
 	defer cancel()
-	if _, err := m.LoginWith(ctx, httptest.NewRecorder(), "alice", retailhttp.LoginOptions{BrowserSession: true}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := m.LoginWith(ctx, httptest.NewRecorder(), "alice", retailhttp.LoginOptions{Lifetime: day, BrowserSession: true}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("LoginWith = %v, want context.DeadlineExceeded", err)
 	}
 	eventually(t, "alice's half-made session to end", func() bool {

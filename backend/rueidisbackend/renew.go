@@ -147,10 +147,9 @@ func (s *store) RenewSession(ctx context.Context, token, newToken, user string, 
 	// session's index entries only tidies up: entries without a session
 	// are removed by cleaning and RepairSessions (the session index), or
 	// never returned and pruned (a user's index). Waiting for a node that
-	// is down would spend the deadline the caller still needs (to set the
-	// cookie, and SessionManager writes the new session's cookie record
-	// again), so the tidying gets renewCleanupWait, and a second try in the
-	// background.
+	// is down would spend the deadline the caller still needs (to enforce
+	// MaxSessionsPerUser, to set the cookie), so the tidying gets
+	// renewCleanupWait, and a second try in the background.
 	// The second try builds its commands anew: rueidis recycles those a
 	// DoMulti answered (with a reply, a Redis error such as CLUSTERDOWN
 	// among them), and sending one again panics.
