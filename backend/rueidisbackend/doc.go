@@ -48,7 +48,7 @@
 //	seen       the last-seen stamp, with the clock's ms after a space if the stamp ran ahead of them
 //	recent     the recently viewed items, oldest first, one a line
 //	#cart      the number of cart lines; cart:ITEM the count of each
-//	#values    the number of values; value:KEY each value
+//	#values    the number of values; value:KEY each value (a login's, SessionOptions.Values, written with the login)
 //	label      the label the login gave it (StartSessionFor, RenewSessionFor), if any; copied by RenewSession
 //
 // A single server creates, refreshes and cleans a session in one script
@@ -145,7 +145,10 @@
 // RenewSession copies the old session under the new token and indexes it,
 // then deletes the old one: both are live in between, and if the second
 // step does not happen it returns an error, the old session still works and
-// the new one expires unused.
+// the new one expires unused. The values a login sets
+// (SessionOptions.Values) are written in the first step, by the script
+// that creates the new session, so the old session never holds them and
+// the new one never lacks them.
 //
 // # Errors and what they can leave half done
 //
