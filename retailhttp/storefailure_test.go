@@ -3,6 +3,7 @@ package retailhttp_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -179,6 +180,40 @@ func TestLoginWith_RecordsItsChoiceWithTheSession(t *testing.T) {
 				r.wantSessionCount("after the login", 1)
 			})
 		}
+	}
+}
+
+// A session full of the application's values has no room for a login's
+// record of its choice of cookie: such a login is refused as invalid and
+// changes nothing, and a login without a choice to record is not.
+func TestLoginWith_FullSessionRefusesARecordingLogin(t *testing.T) {
+	for _, mode := range cookieModes {
+		t.Run(mode.name, func(t *testing.T) {
+			r := newRememberRigWith(t, mode.opts)
+			old, token := r.guest()
+			for i := range retail.MaxSessionValues {
+				if err := r.s.SetValue(context.Background(), token, fmt.Sprint("app-", i), []byte("x")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, opts := range []retailhttp.LoginOptions{{BrowserSession: true}, {Lifetime: day}} {
+				rec := httptest.NewRecorder()
+				_, err := r.m.LoginWith(requestContext(t, r.m, old), rec, "alice", opts)
+				if !errors.Is(err, retail.ErrInvalid) {
+					t.Errorf("LoginWith(%+v) from a full session = %v, want ErrInvalid", opts, err)
+				}
+				if got := rec.Result().Header["Set-Cookie"]; len(got) != 0 {
+					t.Errorf("refused LoginWith(%+v) Set-Cookie = %q, want none", opts, got)
+				}
+				wantGuestKept(r, old)
+			}
+			r.opts = retailhttp.LoginOptions{}
+			c := r.do("/login?user=alice", old)
+			wantSession(t, r.m, "alice's cookie", c, retailhttp.Session{Token: r.token(c), User: "alice"})
+			if v, ok, err := r.s.Value(context.Background(), r.token(c), "app-0"); !ok || err != nil || string(v) != "x" {
+				t.Errorf(`Value("app-0") of alice's session = %q, %v, %v; want the guest's "x"`, v, ok, err)
+			}
+		})
 	}
 }
 
