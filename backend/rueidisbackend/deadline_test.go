@@ -38,16 +38,22 @@ const (
 // anything. Once the server is back, every call that returned nil must have
 // been applied (a write is visible, a read's answer was right), and the
 // Stores' group commit must go idle.
+// It stalls the package's server and cluster, which the other parallel
+// tests (the conformance suite among them) must bear.
 func TestDeadline_StalledServer(t *testing.T) {
 	t.Run("redis", func(t *testing.T) {
 		t.Parallel()
-		addr, tg := stallable(t)
-		testStalled(t, tg, []string{addr})
+		if server == nil {
+			unavailable(t, "Redis server", serverErr)
+		}
+		testStalled(t, targets[1], []string{server.Addr()})
 	})
 	t.Run("cluster", func(t *testing.T) {
 		t.Parallel()
-		addrs, tg := stallableCluster(t)
-		testStalled(t, tg, addrs)
+		if cluster == nil {
+			unavailable(t, "Redis Cluster", clusterErr)
+		}
+		testStalled(t, targets[2], cluster.Addrs())
 	})
 }
 

@@ -122,7 +122,7 @@ func redirect(e *rueidis.RedisError) bool {
 // the row from {rows}:dropped, and the copy is gone.
 func TestDegraded_AStalledNodeHoldsUpNoRowClaim(t *testing.T) {
 	t.Parallel()
-	addrs, _ := stallableCluster(t)
+	addrs := stallableCluster(t)
 	c := newClient(t, rueidis.ClientOption{InitAddress: addrs})
 	prefix := uniquePrefix()
 	s := mustNew(t, c, rueidisbackend.Options{Prefix: prefix})

@@ -114,7 +114,7 @@ func stallable(t *testing.T) (string, target) {
 
 // stallableCluster is stallable for a 3-master cluster: it returns the
 // addresses of its masters.
-func stallableCluster(t *testing.T) ([]string, target) {
+func stallableCluster(t *testing.T) []string {
 	t.Helper()
 	cl, err := redistest.StartCluster(3, debugCommand...)
 	if err != nil {
@@ -124,8 +124,5 @@ func stallableCluster(t *testing.T) ([]string, target) {
 	if !cl.Owned() {
 		t.Skip("RETAIL_REDIS_CLUSTER_ADDRS names a cluster others may use: DEBUG SLEEP stalls a whole node")
 	}
-	return cl.Addrs(), target{"cluster", true, func(tb testing.TB, opt rueidis.ClientOption) (rueidis.Client, string) {
-		opt.InitAddress = cl.Addrs()
-		return newClient(tb, opt), uniquePrefix()
-	}}
+	return cl.Addrs()
 }
