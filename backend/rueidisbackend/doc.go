@@ -158,8 +158,11 @@
 // that fails may have run its script without hearing of it (as with any
 // Redis client): an error matching context.DeadlineExceeded does not mean
 // nothing was written. A call that returns nil was applied. rueidis limits
-// one thing: once a stall has filled a connection's ring of waiting
-// commands (1,024 by default), a call waits for room past its context.
+// two things: once a stall has filled a connection's ring of waiting
+// commands (1,024 by default), a call waits for room past its context; and
+// in a cluster, a call that finds a slot its client has no node for (a new
+// client, a topology change) refreshes the slot map first, waiting up to
+// ClientOption.ConnWriteTimeout whatever its context.
 //
 // A call of several round trips may stop between them. What that can
 // leave, in a cluster: a session without its index entries (until
