@@ -125,10 +125,7 @@ func TestLoginWith_StoreFailureSetsNoCookie(t *testing.T) {
 		for _, mode := range cookieModes {
 			t.Run(tc.name+"/"+mode.name, func(t *testing.T) {
 				r := newRememberRigWith(t, mode.opts)
-				var old *http.Cookie
-				if tc.setup != nil {
-					old = tc.setup(r)
-				}
+				old := r.setUp(tc.setup)
 				ctx := requestContext(t, r.m, cookies(old)...)
 				r.failing.fail = map[string]bool{}
 				for _, name := range strings.Fields(tc.fail) {
@@ -142,6 +139,14 @@ func TestLoginWith_StoreFailureSetsNoCookie(t *testing.T) {
 			})
 		}
 	}
+}
+
+// setUp runs setup, if not nil, on r and returns the cookie it leaves.
+func (r *rememberRig) setUp(setup func(*rememberRig) *http.Cookie) *http.Cookie {
+	if setup == nil {
+		return nil
+	}
+	return setup(r)
 }
 
 // A login records its choice of cookie in the call of the Store that
@@ -167,10 +172,7 @@ func TestLoginWith_RecordsItsChoiceWithTheSession(t *testing.T) {
 		for _, mode := range cookieModes {
 			t.Run(tc.name+"/"+mode.name, func(t *testing.T) {
 				r := newRememberRigWith(t, mode.opts)
-				var old *http.Cookie
-				if tc.setup != nil {
-					old = tc.setup(r)
-				}
+				old := r.setUp(tc.setup)
 				r.opts = tc.opts
 				r.failing.fail = map[string]bool{"SetValue": true, "DeleteValue": true}
 				c := r.do("/login?user=alice", old)

@@ -23,7 +23,7 @@ func TestBatch_EachCallGetsItsOwnAnswer(t *testing.T) {
 	if server == nil {
 		unavailable(t, "Redis server", serverErr)
 	}
-	c := newClient(t, rueidis.ClientOption{InitAddress: []string{server.Addr()}, ForceSingleClient: true})
+	c := singleClient(t, server.Addr(), rueidis.ClientOption{})
 	s, err := rueidisbackend.New(c, rueidisbackend.Options{Prefix: uniquePrefix()})
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func newGatedStoreWith(t *testing.T, opts rueidisbackend.Options) *gatedStore {
 	if server == nil {
 		unavailable(t, "Redis server", serverErr)
 	}
-	c := newClient(t, rueidis.ClientOption{InitAddress: []string{server.Addr()}, ForceSingleClient: true})
+	c := singleClient(t, server.Addr(), rueidis.ClientOption{})
 	opts.Prefix = uniquePrefix()
 	s, err := rueidisbackend.New(c, opts)
 	if err != nil {

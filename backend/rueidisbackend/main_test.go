@@ -75,9 +75,7 @@ var targets = []target{
 		if server == nil {
 			unavailable(tb, "Redis server", serverErr)
 		}
-		opt.InitAddress = []string{server.Addr()}
-		opt.ForceSingleClient = true
-		return newClient(tb, opt), uniquePrefix()
+		return singleClient(tb, server.Addr(), opt), uniquePrefix()
 	}},
 	{"cluster", true, func(tb testing.TB, opt rueidis.ClientOption) (rueidis.Client, string) {
 		if cluster == nil {
@@ -134,6 +132,13 @@ func newClient(tb testing.TB, opt rueidis.ClientOption) rueidis.Client {
 	}
 	tb.Cleanup(c.Close)
 	return c
+}
+
+// singleClient connects to the single server at addr with opt.
+func singleClient(tb testing.TB, addr string, opt rueidis.ClientOption) rueidis.Client {
+	opt.InitAddress = []string{addr}
+	opt.ForceSingleClient = true
+	return newClient(tb, opt)
 }
 
 var prefixes atomic.Int64

@@ -106,9 +106,7 @@ func stallable(t *testing.T) (string, target) {
 	t.Helper()
 	srv := ownServer(t, "DEBUG SLEEP stalls the whole server", debugCommand...)
 	return srv.Addr(), target{"redis", true, func(tb testing.TB, opt rueidis.ClientOption) (rueidis.Client, string) {
-		opt.InitAddress = []string{srv.Addr()}
-		opt.ForceSingleClient = true
-		return newClient(tb, opt), uniquePrefix()
+		return singleClient(tb, srv.Addr(), opt), uniquePrefix()
 	}}
 }
 
