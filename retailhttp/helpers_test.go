@@ -125,11 +125,13 @@ func bodyETag(body string) string {
 var errStoreDown = errors.New("store down")
 
 // failingStore passes every call to Store but those whose method name is
-// in fail, which return errStoreDown and reach no Store. Tests set fail
-// between requests, not during one.
+// in fail, which return errStoreDown and reach no Store; with failKey set,
+// a failing Value fails only for that key. Tests set fail between
+// requests, not during one.
 type failingStore struct {
 	retail.Store
-	fail map[string]bool
+	fail    map[string]bool
+	failKey string
 }
 
 func (s *failingStore) StartSession(ctx context.Context, token, user string) (bool, error) {
@@ -175,7 +177,7 @@ func (s *failingStore) SetValue(ctx context.Context, token, key string, value []
 }
 
 func (s *failingStore) Value(ctx context.Context, token, key string) ([]byte, bool, error) {
-	if s.fail["Value"] {
+	if s.fail["Value"] && (s.failKey == "" || s.failKey == key) {
 		return nil, false, errStoreDown
 	}
 	return s.Store.Value(ctx, token, key)

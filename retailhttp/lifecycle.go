@@ -374,9 +374,7 @@ const cleanupTimeout = 10 * time.Second
 // any other, it returns an error matching [ErrNoHandler] and writes
 // nothing), and ctx keeps the old session, as with Login. If the Store
 // fails, its error is returned as the Store returned it, no cookie is set,
-// and the session is unchanged. Only reading the login's choice of cookie,
-// after the session has moved, is not such a failure: Renew logs the
-// error and sets the default cookie for the new token.
+// and the session is unchanged.
 func (m *SessionManager) Renew(ctx context.Context, w http.ResponseWriter) (Session, error) {
 	rs, err := m.request(ctx, "Renew")
 	if err != nil {
@@ -388,7 +386,16 @@ func (m *SessionManager) Renew(ctx context.Context, w http.ResponseWriter) (Sess
 		return Session{}, noSession("Renew")
 	}
 	s := Session{Token: newToken(), User: rs.cur.User}
+	// The login's choice of cookie is read before the move, so that a
+	// failed read leaves the session where it was.
+	choice, err := m.readLoginChoice(ctx, rs.cur.Token)
+	if err != nil {
+		return Session{}, err
+	}
 	value, err := m.cookieValue(s)
+	if choice.until != nil {
+		value, err = m.cookieValueUntil(s, *choice.until)
+	}
 	if err != nil {
 		return Session{}, err
 	}
@@ -402,58 +409,55 @@ func (m *SessionManager) Renew(ctx context.Context, w http.ResponseWriter) (Sess
 		return Session{}, noSession("Renew")
 	}
 	rs.cur = s
-	// The kind of cookie the login chose, if LoginWith recorded one.
-	kind, found, err := m.store.Value(ctx, s.Token, cookieKey)
-	if err != nil {
-		// The session moved already: it must get its cookie.
-		logError(ctx, m.opts.Logger, "retailhttp: reading the login's cookie kind failed; setting the default cookie", err)
-	}
-	if err != nil || !found {
-		m.setCookie(w, value)
-		return s, nil
-	}
-	if string(kind) == browserKind {
-		if value, err = m.browserValue(ctx, s, value); err != nil {
-			return s, err
-		}
+	switch {
+	case choice.browser:
 		sendCookie(w, m.cookie(value, 0))
-		return s, nil
-	}
-	until, ok := parseInstant(kind)
-	if !ok {
+	case choice.until != nil:
+		left := choice.until.Sub(m.opts.Clock.Now())
+		sendCookie(w, m.cookie(value, max(int(left/time.Second), 1)))
+	default:
 		m.setCookie(w, value)
-		return s, nil
 	}
-	// The login's expiry, in the signature too: a Renew neither moves the
-	// signed bound past what LoginWith chose nor cuts it short.
-	left := until.Sub(m.opts.Clock.Now())
-	if m.signer != nil {
-		if value, err = m.cookieValueUntil(s, until); err != nil {
-			return s, err
-		}
-	}
-	sendCookie(w, m.cookie(value, max(int(left/time.Second), 1)))
 	return s, nil
 }
 
-// browserValue returns the value of a browser-session cookie for s, which
-// Renew moved a login's session to: in signed-cookie mode, signed with the
-// login's expiry if LoginWith recorded it (see signedUntilKey), else value,
-// signed MaxAge from now.
-func (m *SessionManager) browserValue(ctx context.Context, s Session, value string) (string, error) {
-	if m.signer == nil {
-		return value, nil
+// loginChoice is the choice of cookie a login recorded (see cookieKey):
+// a browser-session cookie or not, and the expiry the new cookie keeps,
+// in its signature too, if the login chose one, so that a Renew neither
+// moves the signed bound past what LoginWith chose nor cuts it short.
+type loginChoice struct {
+	browser bool
+	until   *time.Time
+}
+
+// readLoginChoice reads the choice of cookie the login of token recorded. A
+// session without a record, or with one this version cannot read, gets
+// the default cookie.
+func (m *SessionManager) readLoginChoice(ctx context.Context, token string) (loginChoice, error) {
+	kind, found, err := m.store.Value(ctx, token, cookieKey)
+	if err != nil || !found {
+		return loginChoice{}, err
 	}
-	v, found, err := m.store.Value(ctx, s.Token, signedUntilKey)
-	if err != nil {
-		logError(ctx, m.opts.Logger, "retailhttp: reading the login's signed expiry failed; signing MaxAge from now", err)
-		return value, nil
+	if string(kind) == browserKind {
+		if m.signer == nil {
+			return loginChoice{browser: true}, nil
+		}
+		// In signed-cookie mode, the login's expiry if LoginWith recorded
+		// it, else MaxAge from now.
+		v, found, err := m.store.Value(ctx, token, signedUntilKey)
+		if err != nil {
+			return loginChoice{}, err
+		}
+		if until, ok := parseInstant(v); found && ok {
+			return loginChoice{browser: true, until: &until}, nil
+		}
+		return loginChoice{browser: true}, nil
 	}
-	until, ok := parseInstant(v)
-	if !found || !ok {
-		return value, nil
+	until, ok := parseInstant(kind)
+	if !ok {
+		return loginChoice{}, nil
 	}
-	return m.cookieValueUntil(s, until)
+	return loginChoice{until: &until}, nil
 }
 
 // instantValue and parseInstant write and read the instants LoginWith

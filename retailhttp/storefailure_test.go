@@ -279,36 +279,33 @@ func TestRenew_StoreFailureSetsNoCookieAndKeepsTheSession(t *testing.T) {
 	}
 }
 
-// Once RenewSession has moved the session, Renew must set a cookie for its
-// new token: if reading the login's choice of cookie fails, it logs the
-// error and sets the default cookie.
-func TestRenew_FailingToReadTheCookieKindSetsTheDefaultCookie(t *testing.T) {
+// Renew reads the login's choice of cookie before it moves the session:
+// if that read fails, Renew fails as a failed move does, and the session
+// keeps its token and its choice.
+func TestRenew_FailingToReadTheCookieKindKeepsTheSession(t *testing.T) {
 	for _, mode := range cookieModes {
-		t.Run(mode.name, func(t *testing.T) {
-			var logs logRecorder
-			r := newRememberRigWith(t, func(clock retail.Clock) retailhttp.SessionOptions {
-				opts := mode.opts(clock)
-				opts.Logger = logs.Logger()
-				return opts
-			})
-			r.opts = retailhttp.LoginOptions{Lifetime: day, BrowserSession: true}
-			old := r.do("/login?user=alice", nil)
+		reads := []string{"retailhttp:cookie"}
+		if mode.name == "SignedCookie" {
+			// Only a signed browser-session cookie reads its signed expiry.
+			reads = append(reads, "retailhttp:signed-until")
+		}
+		for _, read := range reads {
+			t.Run(mode.name+"/"+read, func(t *testing.T) {
+				r := newRememberRigWith(t, mode.opts)
+				r.opts = retailhttp.LoginOptions{Lifetime: day, BrowserSession: true}
+				old := r.do("/login?user=alice", nil)
+				want := retailhttp.Session{Token: r.token(old), User: "alice"}
 
-			r.failing.fail = map[string]bool{"Value": true}
-			rec := httptest.NewRecorder()
-			s, err := r.m.Renew(requestContext(t, r.m, old), rec)
-			r.failing.fail = nil
-			if err != nil || s.User != "alice" {
-				t.Fatalf("Renew() with reading values failing = %+v, %v; want alice's session, nil", s, err)
-			}
-			c := sessionCookie(t, rec.Result())
-			wantCookie(t, "Renew with reading values failing", c, int(retailhttp.DefaultSessionMaxAge/time.Second))
-			wantSession(t, r.m, "the new cookie", c, s)
-			wantNoSession(t, r.m, "the old cookie", old)
-			if got := logs.String(); !strings.Contains(got, errStoreDown.Error()) {
-				t.Errorf("log = %q, want the Store's error logged", got)
-			}
-		})
+				r.failing.fail = map[string]bool{"Value": true}
+				r.failing.failKey = read
+				rec := httptest.NewRecorder()
+				_, err := r.m.Renew(requestContext(t, r.m, old), rec)
+				r.failing.fail, r.failing.failKey = nil, ""
+				wantStoreError(t, "Renew", err, rec)
+				wantSession(t, r.m, "the cookie after the failed Renew", old, want)
+				wantCookie(t, "Renew after the failed one", r.do("/renew", old), 0)
+			})
+		}
 	}
 }
 
