@@ -85,11 +85,11 @@ func Example_server() {
 	h := http.TimeoutHandler(sessions.Handler(pages.Handler(mux)), 5*time.Second, "try again")
 	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: h, ReadTimeout: 10 * time.Second}
 	go func() {
-		<-ctx.Done()
-		srv.Shutdown(context.Background())
+		if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+			log.Fatal(err)
+		}
 	}()
-	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
-		log.Fatal(err)
-	}
+	<-ctx.Done()
+	srv.Shutdown(context.Background())
 	// README ends
 }
