@@ -20,13 +20,25 @@ func Example() {
 	}
 	defer store.Close()
 
+	// At login: start a session under a new random token (retailhttp's
+	// SessionManager makes one of 128 bits).
+	if _, err := store.StartSession(ctx, "3f1c9a", "alice"); err != nil {
+		log.Fatal(err)
+	}
 	// On every request: refresh the session, counting a view of the item.
-	_ = store.UpdateToken(ctx, "3f1c9a", "alice", "itemX")
-	user, ok, _ := store.CheckToken(ctx, "3f1c9a")
+	user, ok, err := store.RefreshSession(ctx, "3f1c9a", "itemX")
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(user, ok)
 
-	_ = store.AddToCart(ctx, "3f1c9a", "itemX", 2)
-	cart, _ := store.Cart(ctx, "3f1c9a")
+	if err := store.AddToCart(ctx, "3f1c9a", "itemX", 2); err != nil {
+		log.Fatal(err)
+	}
+	cart, err := store.Cart(ctx, "3f1c9a")
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(cart)
 
 	// Output:
