@@ -17,8 +17,10 @@
 // the end a table and the store's counters (retail.Stats).
 //
 // With -redis, loadgen only connects to loopback addresses, keeps its keys
-// under a prefix of its own and deletes them at the end (cached pages
-// expire on their own within 300 s). If redis-benchmark is on PATH it then
+// under a prefix of its own and deletes its sessions, views and rows at the
+// end; the rest expires on its own within a day (cached pages in minutes,
+// each user's index of sessions a session lifetime after the user's last
+// login). If redis-benchmark is on PATH it then
 // measures the server's pipelined ceiling (-P 16, SET and GET) and prints
 // our ratio to it; it skips a server on port 6379 unless -ceiling on.
 // redis-benchmark writes the key "key:__rand_int__".
@@ -280,7 +282,7 @@ func startWorkers(ctx context.Context, store retail.Store, cfg config, logger *s
 
 // cleanupStore deletes what a run left in a Store that outlives it:
 // every session (with carts and recent items), every view count and every
-// row. Cached pages expire on their own.
+// row. Cached pages, users' indexes and worker claims expire on their own.
 func cleanupStore(ctx context.Context, store retail.Store, items []string) error {
 	for {
 		n, err := store.CleanSessions(ctx, 0, 10_000)

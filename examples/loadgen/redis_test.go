@@ -13,8 +13,8 @@ import (
 
 // TestRun_RedisLeavesOnlyExpiringKeys runs loadgen on a private
 // redis-server and checks what it promises a server that outlives it: its
-// keys are under a prefix of its own, and at the end only cached pages,
-// which expire on their own, are left.
+// keys are under a prefix of its own, and at the end only keys that expire
+// on their own (cached pages, users' indexes, worker claims) are left.
 func TestRun_RedisLeavesOnlyExpiringKeys(t *testing.T) {
 	srv, err := redistest.StartServer()
 	if err != nil {
@@ -59,7 +59,7 @@ func TestRun_RedisLeavesOnlyExpiringKeys(t *testing.T) {
 			continue
 		}
 		if ttl, err := client.Do(ctx, client.B().Pttl().Key(k).Build()).AsInt64(); err != nil || ttl < 0 {
-			t.Errorf("PTTL %s = %d, %v, want an expiry: only cached pages may outlive the run", k, ttl, err)
+			t.Errorf("PTTL %s = %d, %v, want an expiry: only expiring keys may outlive the run", k, ttl, err)
 		}
 	}
 }
