@@ -21,7 +21,7 @@ func loadRow(ctx context.Context, id string) (any, error) {
 }
 
 // Example_server is the server README.md shows ("Use it in your code"):
-// README_test.go checks that the README quotes it exactly, from "// README
+// readme_test.go checks that the README quotes it exactly, from "// README
 // begins" to "// README ends".
 func Example_server() {
 	// README begins
