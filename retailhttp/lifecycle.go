@@ -220,7 +220,10 @@ const signedUntilKey = "retailhttp:signed-until"
 
 // LoginWith is [SessionManager.Login] with the choices opts makes: a
 // browser-session or a persistent cookie, and the session's own lifetime,
-// say 30 days for "remember me" and a day otherwise:
+// say 30 days for "remember me" and a day otherwise, on a Store whose
+// Lifetime option allows 30 days (the default, a day, refuses the longer
+// one with an error matching [retail.ErrInvalid]; see
+// SessionOptions.GuestLifetime for the guests' sessions):
 //
 //	opts := retailhttp.LoginOptions{Lifetime: 24 * time.Hour, BrowserSession: true}
 //	if r.FormValue("remember") != "" {
