@@ -494,10 +494,14 @@ func canCache(ctx context.Context, itemRank func(context.Context, string) (int, 
 }
 
 // CacheRequest is [PageCache.CacheRequest] with the book's defaults over s.
-// Each call stands alone: concurrent misses for one page each render it. A
-// server should keep one PageCache instead, so that they render once.
+// Each call stands alone: it asks the Store for the item's rank (ItemRank),
+// as the book does, and concurrent misses for one page each render it. A
+// server should keep one PageCache instead, so that they render once and
+// decide by its snapshot of the ranks.
 func CacheRequest(ctx context.Context, s Store, u *url.URL, render func(context.Context) ([]byte, error)) (body []byte, hit bool, err error) {
-	c, err := NewPageCache(s, PageCacheOptions{})
+	// A snapshot of the ranks would cost a TopItems of DefaultMaxCacheRank
+	// items a call, for one decision.
+	c, err := NewPageCache(s, PageCacheOptions{RankEvery: -1})
 	if err != nil {
 		return nil, false, err
 	}

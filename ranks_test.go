@@ -111,3 +111,21 @@ func TestPageCache_ReadsTheRanksAgainEveryRankEvery(t *testing.T) {
 		}
 	})
 }
+
+// The package's CacheRequest makes a PageCache for one call: it asks the
+// Store for the item's rank, as the book does, rather than read a snapshot
+// of the top items for one decision.
+func TestCacheRequest_AsksItemRankNotTopItems(t *testing.T) {
+	ms, _ := newStore(t)
+	s := &rankCountingStore{Store: ms}
+	viewTimes(t, s, "a", 1)
+	render := func(context.Context) ([]byte, error) { return []byte("page"), nil }
+	for range 3 {
+		if _, _, err := retail.CacheRequest(t.Context(), s, mustParse(t, "http://test.com/item?item=a"), render); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, m := s.topItems.Load(), s.itemRanks.Load(); n != 0 || m != 3 {
+		t.Errorf("3 calls made %d TopItems and %d ItemRank calls, want 0 and 3", n, m)
+	}
+}
