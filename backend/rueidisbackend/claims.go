@@ -4,6 +4,8 @@ import (
 	"context"
 	"strconv"
 	"time"
+
+	"github.com/retailkit/retail/internal/settings"
 )
 
 // claimTurn claims turn ARGV[1] of a work for owner ARGV[2], unless it or
@@ -28,9 +30,11 @@ return 1
 // that the workers of every process sharing the server or cluster take
 // turns (see retail.Coordinator). The key lives hold plus TTLSlack: its
 // TTL, as every TTL the Store sets, is a safety net beyond the time the
-// Store's clock gives (see Options.TTLSlack).
+// Store's clock gives (see Options.TTLSlack). The hold is rounded up to
+// whole milliseconds, as every time the Store keeps: a claim is kept for
+// at least hold.
 func (s *store) Claim(ctx context.Context, name, owner string, turn int64, hold time.Duration) (bool, error) {
 	held, err := s.do(ctx, s.scriptCall(claimTurn, []string{s.k.claim(name)},
-		[]string{strconv.FormatInt(turn, 10), owner, i64(hold.Milliseconds() + s.ttlSlack.Milliseconds())}))[0].AsInt64()
+		[]string{strconv.FormatInt(turn, 10), owner, i64(settings.Millis(hold) + s.ttlSlack.Milliseconds())}))[0].AsInt64()
 	return held == 1, err
 }

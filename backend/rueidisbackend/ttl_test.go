@@ -219,3 +219,20 @@ func TestSessionKeys_TTLsFollowOwnLifetime(t *testing.T) {
 		t.Errorf("key %q outlived the session's own lifetime plus its slack", k)
 	}
 }
+
+// TestClaim_KeyOutlivesItsHoldByTTLSlack: a claim is kept for at least its
+// hold (retail.Coordinator), and its key TTLSlack longer, as every key the
+// Store sets with a TTL; a hold that is not whole milliseconds is rounded
+// up, as the session times and page TTLs are, not cut down.
+func TestClaim_KeyOutlivesItsHoldByTTLSlack(t *testing.T) {
+	const hold = 1500 * time.Microsecond
+	r := newTTLRig(t)
+	if held, err := r.s.Claim(bg, "work", "a", 7, hold); !held || err != nil {
+		t.Fatalf(`Claim("work", "a", 7, %v) = %v, %v; want true, nil`, hold, held, err)
+	}
+	r.advance(hold + rueidisbackend.DefaultTTLSlack - 100*time.Microsecond)
+	if held, err := r.s.Claim(bg, "work", "b", 7, hold); held || err != nil {
+		t.Errorf(`Claim("work", "b", 7, %v) %v after a's claim = %v, %v; want false, nil: a's claim was forgotten early`,
+			hold, hold+rueidisbackend.DefaultTTLSlack-100*time.Microsecond, held, err)
+	}
+}
