@@ -245,35 +245,40 @@ func (g *gatedStore) leftInFlight(t *testing.T, dummy func(i int) error, call fu
 func TestBatch_WriteWhoseCallerLeftInFlightIsReadBack(t *testing.T) {
 	t.Parallel()
 	const rounds = 300
+	// view.lua takes the visits the process can decide (see
+	// RefreshSession); with TouchEvery negative every visit is left to
+	// refresh.lua or update.lua.
+	everyVisit := rueidisbackend.Options{TouchEvery: -1}
+	refresh := func(ctx context.Context, s *rueidisbackend.Store, tok string, round int) error {
+		_, _, err := s.RefreshSession(ctx, tok, fmt.Sprintf("item-%d", round))
+		return err
+	}
+	refreshDummy := func(s *rueidisbackend.Store, i int) error {
+		_, _, err := s.RefreshSession(bg, fmt.Sprintf("dummy-%d", i), fmt.Sprintf("view-%d", dummyViews.Add(1)))
+		return err
+	}
+	firstRecent := func(s *rueidisbackend.Store) (any, error) {
+		recent, err := s.RecentItems(bg, "tok-a")
+		if len(recent) == 0 {
+			return "", err
+		}
+		return recent[0], err
+	}
+	itemOf := func(round int) any { return fmt.Sprintf("item-%d", round) }
 	for _, tc := range []struct {
 		name    string
+		opts    rueidisbackend.Options
 		between bool // read while the batch is held
 		dummy   func(s *rueidisbackend.Store, i int) error
 		write   func(ctx context.Context, s *rueidisbackend.Store, tok string, round int) error
 		read    func(s *rueidisbackend.Store) (any, error) // of tok-a
 		want    func(round int) any
 	}{
-		{
-			name: "RefreshSession",
-			dummy: func(s *rueidisbackend.Store, i int) error {
-				_, _, err := s.RefreshSession(bg, fmt.Sprintf("dummy-%d", i), fmt.Sprintf("view-%d", dummyViews.Add(1)))
-				return err
-			},
-			write: func(ctx context.Context, s *rueidisbackend.Store, tok string, round int) error {
-				_, _, err := s.RefreshSession(ctx, tok, fmt.Sprintf("item-%d", round))
-				return err
-			},
-			read: func(s *rueidisbackend.Store) (any, error) {
-				recent, err := s.RecentItems(bg, "tok-a")
-				if len(recent) == 0 {
-					return "", err
-				}
-				return recent[0], err
-			},
-			want: func(round int) any { return fmt.Sprintf("item-%d", round) },
-		},
+		{name: "RefreshSession", dummy: refreshDummy, write: refresh, read: firstRecent, want: itemOf},
+		{name: "RefreshSessionTouchingEveryVisit", opts: everyVisit, dummy: refreshDummy, write: refresh, read: firstRecent, want: itemOf},
 		{
 			name:    "UpdateToken",
+			opts:    everyVisit,
 			between: true,
 			dummy: func(s *rueidisbackend.Store, i int) error {
 				return s.UpdateToken(bg, fmt.Sprintf("dummy-%d", i), "user-start", "")
@@ -308,7 +313,7 @@ func TestBatch_WriteWhoseCallerLeftInFlightIsReadBack(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := newGatedStore(t)
+			g := newGatedStoreWith(t, tc.opts)
 			s := g.s
 			for _, tok := range []string{"tok-a", "tok-b", "dummy-0", "dummy-1"} {
 				if err := s.UpdateToken(bg, tok, "user-start", ""); err != nil {

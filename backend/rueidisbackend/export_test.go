@@ -22,7 +22,7 @@ const MaxInFlight = maxInFlight
 // Queued returns how many group-committed calls of s wait to be sent.
 func Queued(s *Store) int {
 	n := 0
-	for _, b := range []*batcher{s.d.batches.refresh, s.d.batches.update, s.d.batches.cart} {
+	for _, b := range []*batcher{s.d.batches.refresh, s.d.batches.update, s.d.batches.view, s.d.batches.cart} {
 		if b != nil {
 			b.mu.Lock()
 			n += len(b.queue)
@@ -36,7 +36,7 @@ func Queued(s *Store) int {
 // their way.
 func Sending(s *Store) int {
 	n := 0
-	for _, b := range []*batcher{s.d.batches.refresh, s.d.batches.update, s.d.batches.cart} {
+	for _, b := range []*batcher{s.d.batches.refresh, s.d.batches.update, s.d.batches.view, s.d.batches.cart} {
 		if b != nil {
 			b.mu.Lock()
 			n += b.sending

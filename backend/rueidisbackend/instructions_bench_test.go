@@ -86,11 +86,40 @@ func BenchmarkScriptInstructions(b *testing.B) {
 
 	r := rand.New(rand.NewPCG(1, 2))
 	item := func() string { return "item-" + strconv.Itoa(r.IntN(items)) }
+	// view.lua's calls carry what the process read of each session: read
+	// once here, before any other call, and kept as the calls change them
+	// (so View runs first). They take the sessions
+	// in turn, so that no batch holds one twice (the second call would
+	// carry what the first changed).
+	logins, recents := make([]string, sessions), make([]string, sessions)
+	for i := range sessions {
+		l, recent, found, err := s.cachedSession(ctx, s.k.session(token(i)))
+		if !found || err != nil {
+			b.Fatalf("session %d: %v, %v", i, found, err)
+		}
+		logins[i], recents[i] = l.raw, recent
+	}
+	nextView := 0
 	for _, op := range []struct {
 		name string
 		b    *batcher
 		call func(i int) batchCall
 	}{
+		{"View", s.batches.view, func(int) batchCall {
+			i := nextView % sessions
+			nextView++
+			recent, changed := withItem(recents[i], item(), s.limitN)
+			if !changed {
+				recent = ""
+			}
+			stamp, now := s.nextStamp()
+			c := batchCall{head: s.sessionArgs(now), keys: []string{s.k.session(token(i))},
+				args: []string{logins[i], recents[i], seenValue(stamp, now), recent}}
+			if changed {
+				recents[i] = recent
+			}
+			return c
+		}},
 		{"UpdateToken", s.batches.update, func(i int) batchCall { return s.updateCall(s.k.session(token(i)), token(i), user(i), item(), "") }},
 		{"RefreshSession", s.batches.refresh, func(i int) batchCall {
 			stamp, now := s.nextStamp()
@@ -112,8 +141,14 @@ func BenchmarkScriptInstructions(b *testing.B) {
 					for j := range calls {
 						calls[j] = &pending{call: op.call(r.IntN(sessions))}
 					}
-					if _, err := op.b.run(ctx, calls); err != nil {
+					replies, err := op.b.run(ctx, calls)
+					if err != nil {
 						b.Fatal(err)
+					}
+					for _, m := range replies {
+						if n, err := m.AsInt64(); op.name == "View" && (n != 1 || err != nil) {
+							b.Fatalf("a view wrote nothing: %d, %v", n, err)
+						}
 					}
 				}
 			}

@@ -103,6 +103,24 @@ func (o *ownWrites) wroteArray(r record, elems []rueidis.RedisMessage) {
 	o.put(r, written{sum: sum})
 }
 
+// wroteStrings records that the hash fields that reads of the key r name
+// now hold vals, "" standing for an absent field: as wroteArray does for a
+// reply of those fields.
+func (o *ownWrites) wroteStrings(r record, vals ...string) {
+	var h maphash.Hash
+	h.SetSeed(digestSeed)
+	h.WriteString("array\x00")
+	for _, v := range vals {
+		if v == "" {
+			h.WriteString("\x01nil")
+		} else {
+			h.WriteString(v)
+		}
+		h.WriteByte(0)
+	}
+	o.put(r, written{sum: h.Sum64()})
+}
+
 // deleted records that the key r names no longer exists.
 func (o *ownWrites) deleted(r record) { o.put(r, written{absent: true}) }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/redis/rueidis"
 	"github.com/retailkit/retail/driver"
@@ -116,10 +118,13 @@ var refreshSession = sessionScript(refreshSrc)
 
 // RefreshSession implements driver.Store. A visit that the script would
 // write nothing for (see quiet) is answered from process memory (see
-// cachedSession), without a round trip. Otherwise it is one script; on a single server
-// that writes the index entry too when it moves, in a cluster the index
-// lives on another slot, and is written in a second round trip, made only
-// when the entry moves.
+// cachedSession), without a round trip. One that views a new item within
+// TouchEvery of the login's last write is one call of view.lua, which
+// writes what the process decided if the session still holds what it read
+// (see viewed). Otherwise it is one script; on a single server that writes
+// the index entry too when it moves, in a cluster the index lives on
+// another slot, and is written in a second round trip, made only when the
+// entry moves.
 func (s *store) RefreshSession(ctx context.Context, token, item string) (string, bool, error) {
 	key := s.k.session(token)
 	if l, recent, found, err := s.cachedSession(ctx, key); err != nil {
@@ -129,6 +134,11 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 			return "", false, err
 		}
 		if s.quiet(l, recent, item) {
+			return l.user, true, nil
+		}
+		if ok, err := s.viewed(ctx, key, l, recent, item); err != nil {
+			return "", false, err
+		} else if ok {
 			return l.user, true, nil
 		}
 	}
@@ -183,8 +193,7 @@ func (s *store) sessionCall(now int64, key string, args ...string) batchCall {
 // lifetime), its login was written less than TouchEvery ago, and item is
 // "" or its newest recent item.
 func (s *store) quiet(l login, recent, item string) bool {
-	now := s.nowMs()
-	if now >= l.deadline || now >= l.created+s.lifeOf(l) || now-(l.deadline-s.idle) >= s.touch {
+	if !s.untouched(l, s.nowMs()) {
 		return false
 	}
 	if item == "" {
@@ -194,13 +203,92 @@ func (s *store) quiet(l login, recent, item string) bool {
 	return len(items) > 0 && items[0] == item
 }
 
+// untouched reports whether the session whose login is l is surely live
+// at now (before its coarse deadline and within its lifetime) and its
+// login was written less than TouchEvery before: a visit then writes the
+// login, the key's TTL and the index entries nothing.
+func (s *store) untouched(l login, now int64) bool {
+	return now < l.deadline && now < l.created+s.lifeOf(l) && now-(l.deadline-s.idle) < s.touch
+}
+
+//go:embed view.lua
+var viewSrc string
+
+var viewSession = sessionScript(viewSrc)
+
+// viewed writes the visit of the session in key, viewing item, with
+// view.lua, if this process can decide it: the session was read as
+// holding the login l and the recent items recent, and is untouched. It
+// writes the seen stamp and the recent items with item only if the
+// session still holds what was read. ok is false if nothing was written:
+// the visit is not such a one, or the session holds something else, and
+// refresh.lua or update.lua must decide on the server. This moves most of
+// a visit's work from the server, where every process shares it, to the
+// process (see docs/performance.md).
+func (s *store) viewed(ctx context.Context, key string, l login, recent, item string) (ok bool, err error) {
+	if !s.untouched(l, s.nowMs()) {
+		return false, nil
+	}
+	newRecent, changed := withItem(recent, item, s.limitN)
+	if !changed {
+		newRecent = ""
+	}
+	stamp, now := s.nextStamp()
+	msg, err := s.runBatched(ctx, s.batches.view, viewSession, batchCall{
+		head: s.sessionArgs(now),
+		keys: []string{key},
+		args: []string{l.raw, recent, seenValue(stamp, now), newRecent},
+	})
+	if err != nil {
+		// The script may have run all the same (see updateToken).
+		s.sessionWritten(key, false)
+		return false, err
+	}
+	if n, err := msg.AsInt64(); n != 1 || err != nil {
+		return false, err
+	}
+	if changed {
+		recent = newRecent
+	}
+	r := recordOf(key)
+	s.tracker.forgetSession(r)
+	s.own.wroteStrings(r, l.raw, recent)
+	s.own.changed(r.all())
+	return true, nil
+}
+
+// withItem returns the recent items recent (as a session's recent field
+// holds them: oldest first, each followed by "\n") with item added or
+// moved last, keeping at most limit, as withItem in session.lua does;
+// changed is false if they stay as they are: item is "" or their newest.
+func withItem(recent, item string, limit int) (string, bool) {
+	if item == "" {
+		return recent, false
+	}
+	var items []string
+	if recent != "" {
+		items = strings.Split(strings.TrimSuffix(recent, "\n"), "\n")
+	}
+	if len(items) > 0 && items[len(items)-1] == item {
+		return recent, false
+	}
+	if i := slices.Index(items, item); i >= 0 {
+		items = slices.Delete(items, i, i+1)
+	}
+	items = append(items[max(len(items)-(limit-1), 0):], item)
+	return strings.Join(items, "\n") + "\n", true
+}
+
 //go:embed update.lua
 var updateSrc string
 
 var updateToken = sessionScript(updateSrc)
 
 // UpdateToken implements driver.Store: on a single server one script,
-// which also writes the indexes. In a cluster the script runs on the
+// which also writes the indexes, or, for a visit of the session's own user
+// within TouchEvery of the login's last write, a read of the session (from
+// the tracker's table if it holds it) and one call of view.lua (see
+// viewed). In a cluster the script runs on the
 // session's slot, and the indexes, on slots of their own, are written in a
 // second round trip when they change: the session index when the login was
 // written (the session is new, changed user, or was last written
@@ -241,6 +329,26 @@ func (s *store) updateToken(ctx context.Context, token, user, item string) (was 
 	// session of another user, this call logs in again.) On a single
 	// server the script reads the instant itself; a cluster keeps it on
 	// the user's slot, so it is read here, through the client-side cache.
+	key := s.k.session(token)
+	if !s.cluster {
+		// A visit of the session's own user that this process can decide
+		// (see viewed) leaves the script out. (In a cluster, where a
+		// session not held would be read through the client-side cache,
+		// and tracked by the server for that, the script decides.)
+		l, recent, found, err := s.cachedSession(ctx, key)
+		if err != nil {
+			return login{}, err
+		}
+		if found && l.user == user {
+			if out, err := s.revoked(ctx, user, l.created); err != nil {
+				return login{}, err
+			} else if !out {
+				if ok, err := s.viewed(ctx, key, l, recent, item); ok || err != nil {
+					return login{}, err
+				}
+			}
+		}
+	}
 	out := ""
 	if s.cluster {
 		var err error
@@ -248,7 +356,6 @@ func (s *store) updateToken(ctx context.Context, token, user, item string) (was 
 			return login{}, err
 		}
 	}
-	key := s.k.session(token)
 	msg, err := s.runBatched(ctx, s.batches.update, updateToken, s.updateCall(key, token, user, item, out))
 	reply, err := arrayOf(msg, err, 6)
 	if err != nil {

@@ -58,6 +58,7 @@ func sessionScript(src string) *script { return newScript(statusLua + sessionLua
 
 // login is the content of a session's login field.
 type login struct {
+	raw      string // the field as it was read
 	created  int64  // Unix ms
 	cstamp   string // the created stamp, as the user's index scores it
 	deadline int64  // the coarse idle deadline, Unix ms
@@ -109,7 +110,7 @@ func parseLogin(v string) (l login, ok bool) {
 	if !ok1 || !ok2 || !ok3 || err != nil {
 		return login{}, false
 	}
-	l = login{created: created, cstamp: st, deadline: deadline, user: user}
+	l = login{raw: v, created: created, cstamp: st, deadline: deadline, user: user}
 	if own {
 		if l.life, err = strconv.ParseInt(lf, 10, 64); err != nil || l.life <= 0 {
 			return login{}, false

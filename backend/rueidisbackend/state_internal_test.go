@@ -55,6 +55,9 @@ func TestParseLogin_OwnLifetime(t *testing.T) {
 		{"1767366245000+x 1767368045000 alice", login{}, false},
 	} {
 		got, ok := parseLogin(c.v)
+		if c.ok {
+			c.want.raw = c.v
+		}
 		if ok != c.ok || got != c.want {
 			t.Errorf("parseLogin(%q) = %+v, %v, want %+v, %v", c.v, got, ok, c.want, c.ok)
 		}

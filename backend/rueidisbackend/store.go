@@ -130,15 +130,16 @@ type store struct {
 	k        keys
 	clock    retail.Clock
 	limit    string // RecentLimit, formatted for scripts
+	limitN   int    // RecentLimit
 	cacheTTL time.Duration
 	ttlSlack time.Duration
 	idle     int64 // IdleTimeout in ms
 	touch    int64 // TouchEvery in ms
 	life     int64 // Lifetime in ms
 	cluster  bool
-	batches  struct{ refresh, update, cart *batcher } // nil in a cluster (see batch.go)
-	deferred deferred                                 // index entries waiting for their node (see deferred.go)
-	tracker  *tracker                                 // nil but on a standalone client with caching (see tracker.go)
+	batches  struct{ refresh, update, view, cart *batcher } // nil in a cluster (see batch.go)
+	deferred deferred                                       // index entries waiting for their node (see deferred.go)
+	tracker  *tracker                                       // nil but on a standalone client with caching (see tracker.go)
 
 	// IdleTimeout, TouchEvery, Lifetime and TTLSlack in ms, formatted for
 	// the session scripts (see sessionArgs).
@@ -212,6 +213,7 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 		k:        newKeys(opts.Prefix),
 		clock:    opts.Clock,
 		limit:    strconv.Itoa(opts.RecentLimit),
+		limitN:   opts.RecentLimit,
 		cacheTTL: opts.CacheTTL,
 		ttlSlack: opts.TTLSlack,
 		idle:     times.Idle,
@@ -224,6 +226,7 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 	if !d.cluster {
 		d.batches.refresh = newBatcher(d, refreshSession)
 		d.batches.update = newBatcher(d, updateToken)
+		d.batches.view = newBatcher(d, viewSession)
 		d.batches.cart = newBatcher(d, cartWrite)
 		if d.cacheTTL > 0 && c.Mode() == rueidis.ClientModeStandalone {
 			d.tracker = newTracker(c, opts.Prefix, d.cacheTTL, cmp.Or(opts.SessionTableBytes, DefaultSessionTableBytes))

@@ -1,0 +1,97 @@
+package rueidisbackend
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/retailkit/retail"
+)
+
+// TestWithItem_AsTheScriptsDo: the recent items a process computes for
+// view.lua are those refresh.lua and update.lua compute, byte for byte,
+// whatever the list holds (items that are prefixes of others, or hold
+// spaces) and whatever the limit.
+func TestWithItem_AsTheScriptsDo(t *testing.T) {
+	_, c := miniredisServer(t)
+	lua := rueidis.NewLuaScript(statusLua + sessionLua + `
+return withItem(ARGV[1] ~= '' and ARGV[1] or nil, ARGV[2], tonumber(ARGV[3])) or false`)
+	r := rand.New(rand.NewPCG(1, 2))
+	pool := []string{"a", "ab", "ba", "a b", "b", "item-1", "item-10"}
+	for range 500 {
+		var recent string
+		for range r.IntN(8) {
+			recent, _ = withItem(recent, pool[r.IntN(len(pool))], 7)
+		}
+		item, limit := pool[r.IntN(len(pool))], 1+r.IntN(6)
+		if r.IntN(10) == 0 {
+			item = ""
+		}
+		want, err := lua.Exec(context.Background(), c, nil, []string{recent, item, i64(int64(limit))}).ToString()
+		wantChanged := err == nil
+		if rueidis.IsRedisNil(err) {
+			err = nil
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, changed := withItem(recent, item, limit)
+		if changed != wantChanged || (changed && got != want) {
+			t.Fatalf("withItem(%q, %q, %d) = %q, %v; the scripts' = %q, %v", recent, item, limit, got, changed, want, wantChanged)
+		}
+	}
+}
+
+// TestViewed_WritesOnlyOverWhatItRead: view.lua writes a visit only over
+// the login and recent items the process read; over anything else it
+// writes nothing and says so, and RefreshSession then decides on the
+// server, losing no item.
+func TestViewed_WritesOnlyOverWhatItRead(t *testing.T) {
+	mr, c := miniredisServer(t)
+	clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC))
+	st, err := New(c, Options{Prefix: "v:", Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ctx := st.d, context.Background()
+	const token = "0123456789abcdef0123456789abcdef"
+	key := s.k.session(token)
+	if err := s.UpdateToken(ctx, token, "alice", "i1"); err != nil {
+		t.Fatal(err)
+	}
+	l, recent, found, err := s.cachedSession(ctx, key)
+	if !found || err != nil {
+		t.Fatalf("cachedSession = %v, %v", found, err)
+	}
+	clock.Advance(time.Second)
+	if err := s.UpdateToken(ctx, token, "alice", "i2"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.viewed(ctx, key, l, recent, "i3"); ok || err != nil {
+		t.Fatalf("viewed over recent items that changed since = %v, %v; want false, nil", ok, err)
+	}
+	if got := mr.HGet(key, "recent"); got != "i1\ni2\n" {
+		t.Fatalf("recent after a refused view = %q, want %q", got, "i1\ni2\n")
+	}
+	stale := l
+	stale.raw = strings.Replace(l.raw, "alice", "alice2", 1)
+	_, recent, _, _ = s.cachedSession(ctx, key)
+	if ok, err := s.viewed(ctx, key, stale, recent, "i3"); ok || err != nil {
+		t.Fatalf("viewed over a login that changed since = %v, %v; want false, nil", ok, err)
+	}
+	if user, ok, err := s.RefreshSession(ctx, token, "i3"); !ok || err != nil || user != "alice" {
+		t.Fatalf("RefreshSession = %q, %v, %v; want alice", user, ok, err)
+	}
+	if got := mr.HGet(key, "recent"); got != "i1\ni2\ni3\n" {
+		t.Fatalf("recent after RefreshSession = %q, want %q", got, "i1\ni2\ni3\n")
+	}
+	// Past TouchEvery the process decides nothing: the login is due.
+	l, recent, _, _ = s.cachedSession(ctx, key)
+	clock.Advance(retail.DefaultTouchEvery)
+	if ok, err := s.viewed(ctx, key, l, recent, "i4"); ok || err != nil {
+		t.Fatalf("viewed of a session due to be touched = %v, %v; want false, nil", ok, err)
+	}
+}
