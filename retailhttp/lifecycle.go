@@ -163,7 +163,10 @@ func (m *SessionManager) Ensure(ctx context.Context, w http.ResponseWriter) (Ses
 // the Store returned it if the Store fails; then no cookie is set, and the
 // old session is unchanged, unless it was another user's, which is logged
 // out first (for a LoginWith with a Lifetime, right after the new session
-// starts, which is ended again if that logout fails). LoginWith records
+// starts, which is ended again if that logout fails). One more exception:
+// with [retail.StoreOptions].MaxSessionsPerUser, a login whose check of
+// the limit fails has moved the session already, and the Store ends it
+// (see there), cart and values with it. LoginWith records
 // its choice of cookie in the session in the same call of the Store that
 // moves or starts it ([retail.SessionOptions].Values): a login that fails
 // leaves the old session's records as they were, and one that moves the
