@@ -64,8 +64,8 @@
 //
 // What a request writes is decided by the process where it can be, from
 // the session it read (from the tracker's table, or through the
-// client-side cache): a visit within TouchEvery that views a new item
-// (view.lua) and every cart write (cart.lua) send a script that only
+// client-side cache): a RefreshSession within TouchEvery that views a new
+// item (view.lua) and every cart write (cart.lua) send a script that only
 // checks that the session still holds the login (and the recent items) the
 // process read, and writes what the process computed. A session that holds
 // something else is written by nothing: a visit is then left to the script

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/retailkit/retail/driver"
@@ -24,8 +25,10 @@ import (
 // It starts its own redis-server under valgrind, loads 5,000 sessions with
 // full recent lists and one cart line, and sends batches of 32 calls through
 // the Store's batchers (RETAIL_CALLGRIND_BATCH sets another size), counting
-// only while they run. It needs valgrind and
-// is slow (valgrind runs the server some 50 times slower), so it runs only
+// only while they run. Book/UpdateToken and Book/AddToCart count the same
+// calls as the book's commands, a batch pipelined in one round trip, on
+// sessions of the book's layout: the baseline. It needs valgrind and is
+// slow (valgrind runs the server some 50 times slower), so it runs only
 // with RETAIL_CALLGRIND=1:
 //
 //	RETAIL_CALLGRIND=1 go test -run '^$' -bench ScriptInstructions -benchtime 1x ./backend/rueidisbackend/
@@ -102,6 +105,7 @@ func BenchmarkScriptInstructions(b *testing.B) {
 		logins[i], recents[i] = l.raw, recent
 	}
 	nextView := 0
+	count := counter(pid, rounds, batch)
 	for _, op := range []struct {
 		name string
 		b    *batcher
@@ -159,14 +163,74 @@ func BenchmarkScriptInstructions(b *testing.B) {
 					}
 				}
 			}
-			send(5) // the server loads the script
-			callgrind(b, "-z", pid)
-			callgrind(b, "-i", "on", pid)
-			send(b.N * rounds)
-			total := counted(b, pid)
-			callgrind(b, "-i", "off", pid)
-			b.ReportMetric(total/float64(b.N*rounds*batch), "instructions/call")
+			count(b, send)
 		})
+	}
+
+	// The baseline: the book's commands for the same calls (peerbench's
+	// book-domulti-rueidis), on sessions of the book's layout loaded as
+	// above, each batch of calls pipelined in one round trip as the
+	// Store's batches are sent in one.
+	bk := func(parts ...string) string { return "instr:book:" + strings.Join(parts, ":") }
+	bookUpdate := func(i int, it string) rueidis.Commands {
+		ts, v := float64(time.Now().UnixNano())/1e9, bk("viewed", token(i))
+		return rueidis.Commands{
+			c.B().Hset().Key(bk("login")).FieldValue().FieldValue(token(i), user(i)).Build(),
+			c.B().Zadd().Key(bk("recent")).ScoreMember().ScoreMember(ts, token(i)).Build(),
+			c.B().Zadd().Key(v).ScoreMember().ScoreMember(ts, it).Build(),
+			c.B().Zremrangebyrank().Key(v).Start(0).Stop(-26).Build(),
+			c.B().Zincrby().Key(bk("viewed")).Increment(-1).Member(it).Build(),
+		}
+	}
+	bookCart := func(i int, it string) rueidis.Commands {
+		return rueidis.Commands{c.B().Hset().Key(bk("cart", token(i))).FieldValue().FieldValue(it, strconv.Itoa(1+r.IntN(3))).Build()}
+	}
+	for i := range sessions {
+		var cmds rueidis.Commands
+		for range 26 {
+			cmds = append(cmds, bookUpdate(i, item())...)
+		}
+		cmds = append(cmds, bookCart(i, item())...)
+		for _, res := range c.DoMulti(ctx, cmds...) {
+			if err := res.Error(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for _, op := range []struct {
+		name string
+		cmds func(i int, item string) rueidis.Commands
+	}{{"Book/UpdateToken", bookUpdate}, {"Book/AddToCart", bookCart}} {
+		b.Run(op.name, func(b *testing.B) {
+			count(b, func(n int) {
+				for range n {
+					var cmds rueidis.Commands
+					for range batch {
+						cmds = append(cmds, op.cmds(r.IntN(sessions), item())...)
+					}
+					for _, res := range c.DoMulti(ctx, cmds...) {
+						if err := res.Error(); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			})
+		})
+	}
+}
+
+// counter returns count: it sends 5 rounds of calls with send, which
+// loads any script, then counts the instructions the server at pid spends
+// on rounds*b.N more, and reports them per call (batch calls a round).
+func counter(pid string, rounds, batch int) func(b *testing.B, send func(n int)) {
+	return func(b *testing.B, send func(n int)) {
+		send(5)
+		callgrind(b, "-z", pid)
+		callgrind(b, "-i", "on", pid)
+		send(b.N * rounds)
+		total := counted(b, pid)
+		callgrind(b, "-i", "off", pid)
+		b.ReportMetric(total/float64(b.N*rounds*batch), "instructions/call")
 	}
 }
 

@@ -216,15 +216,15 @@ var viewSrc string
 
 var viewSession = sessionScript(viewSrc)
 
-// viewed writes the visit of the session in key, viewing item, with
-// view.lua, if this process can decide it: the session was read as
-// holding the login l and the recent items recent, and is untouched. It
-// writes the seen stamp and the recent items with item only if the
-// session still holds what was read. ok is false if nothing was written:
-// the visit is not such a one, or the session holds something else, and
-// refresh.lua or update.lua must decide on the server. This moves most of
-// a visit's work from the server, where every process shares it, to the
-// process (see docs/performance.md).
+// viewed writes RefreshSession's visit of the session in key, viewing
+// item, with view.lua, if this process can decide it: the session was read
+// as holding the login l and the recent items recent, and is untouched. It
+// writes the seen stamp and the recent items with item only if the session
+// still holds what was read. ok is false if nothing was written: the visit
+// is not such a one, or the session holds something else, and refresh.lua
+// must decide on the server. This moves most of a visit's work from the
+// server, which every process shares, to the process (see
+// docs/performance.md).
 func (s *store) viewed(ctx context.Context, key string, l login, recent, item string) (ok bool, err error) {
 	if !s.untouched(l, s.nowMs()) {
 		return false, nil
@@ -285,10 +285,9 @@ var updateSrc string
 var updateToken = sessionScript(updateSrc)
 
 // UpdateToken implements driver.Store: on a single server one script,
-// which also writes the indexes, or, for a visit of the session's own user
-// within TouchEvery of the login's last write, a read of the session (from
-// the tracker's table if it holds it) and one call of view.lua (see
-// viewed). In a cluster the script runs on the
+// which also writes the indexes. (It reads nothing first, so the script
+// decides; see viewed for what a read first would save, and
+// docs/performance.md for why UpdateToken does not.) In a cluster the script runs on the
 // session's slot, and the indexes, on slots of their own, are written in a
 // second round trip when they change: the session index when the login was
 // written (the session is new, changed user, or was last written
@@ -329,26 +328,6 @@ func (s *store) updateToken(ctx context.Context, token, user, item string) (was 
 	// session of another user, this call logs in again.) On a single
 	// server the script reads the instant itself; a cluster keeps it on
 	// the user's slot, so it is read here, through the client-side cache.
-	key := s.k.session(token)
-	if !s.cluster {
-		// A visit of the session's own user that this process can decide
-		// (see viewed) leaves the script out. (In a cluster, where a
-		// session not held would be read through the client-side cache,
-		// and tracked by the server for that, the script decides.)
-		l, recent, found, err := s.cachedSession(ctx, key)
-		if err != nil {
-			return login{}, err
-		}
-		if found && l.user == user {
-			if out, err := s.revoked(ctx, user, l.created); err != nil {
-				return login{}, err
-			} else if !out {
-				if ok, err := s.viewed(ctx, key, l, recent, item); ok || err != nil {
-					return login{}, err
-				}
-			}
-		}
-	}
 	out := ""
 	if s.cluster {
 		var err error
@@ -356,6 +335,7 @@ func (s *store) updateToken(ctx context.Context, token, user, item string) (was 
 			return login{}, err
 		}
 	}
+	key := s.k.session(token)
 	msg, err := s.runBatched(ctx, s.batches.update, updateToken, s.updateCall(key, token, user, item, out))
 	reply, err := arrayOf(msg, err, 6)
 	if err != nil {
