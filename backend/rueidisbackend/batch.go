@@ -9,9 +9,9 @@ import (
 )
 
 // On a single server, the session scripts that every request runs
-// (refresh.lua, update.lua, view.lua, cart.lua) are group-committed: calls that
-// arrive while maxInFlight batches of the same script are on their way
-// wait, and go out together as one call of the script, which takes any
+// (refresh.lua, update.lua, view.lua, cart.lua) are group-committed: calls
+// that arrive while maxInFlight batches of the same script are on their
+// way wait, and go out together as one call of the script, which takes any
 // number of calls and runs them in turn as one atomic step. Under load
 // this replaces many small script calls by few large ones, saving the
 // server the fixed cost of each call (parsing, the script lookup, the

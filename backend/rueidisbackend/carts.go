@@ -3,6 +3,7 @@ package rueidisbackend
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -13,74 +14,57 @@ import (
 //go:embed cart.lua
 var cartSrc string
 
-var cartWrite = newScript(statusLua + cartSrc)
+var cartWrite = sessionScript(cartSrc)
 
 // cartLimits are cart.lua's arguments past the settings: the most lines
 // and the largest count.
 var cartLimits = []string{itoa(retail.MaxCartLines), itoa(retail.MaxCartCount)}
 
-// cartTries is how many times writeCart reads the session and runs
-// cart.lua before it reports that there is none: each try but the last
-// found that the session held another login than the one read, and the
-// next reads it from the server. A login changes when a session is
-// touched, at most once a TouchEvery, and when it ends or moves.
-const cartTries = 3
-
-// writeCart runs cart.lua on token's session, which it reads first (see
-// liveSession): the process decides whether the session is live, and the
-// script writes only over the login it read.
+// writeCart runs cart.lua on token's session.
 func (s *store) writeCart(ctx context.Context, token, item string, n int, mode string) (int, driver.Status, error) {
 	key := s.k.session(token)
-	for try := 1; ; try++ {
-		l, _, live, err := s.liveSession(ctx, token)
-		if err != nil || !live {
-			return 0, driver.NoSession, err
-		}
-		msg, err := s.runBatched(ctx, s.batches.cart, cartWrite, batchCall{
-			head: s.sessionArgs(s.nowMs(), cartLimits...),
-			keys: []string{key},
-			args: []string{l.raw, item, itoa(n), mode},
-		})
-		s.cartOrValuesWritten(key)
-		reply, err := arrayOf(msg, err, 2)
-		if err != nil {
-			return 0, 0, err
-		}
-		st, err := status(reply)
-		if err != nil {
-			return 0, 0, err
-		}
-		if st == driver.NoSession {
-			if try == cartTries {
-				return 0, st, nil
-			}
-			// What this process holds of the session is not what the
-			// server does: read it from the server.
-			s.sessionWritten(key, false)
-			continue
-		}
-		count, err := reply[1].AsInt64()
-		if err != nil {
-			return 0, 0, err
-		}
-		// A session its user logged out of everywhere is absent: it goes,
-		// and what was just written with it.
-		if out, err := s.endIfRevoked(ctx, token, l.user, l.created); out || err != nil {
-			return 0, driver.NoSession, err
-		}
-		return int(count), st, nil
+	msg, err := s.runBatched(ctx, s.batches.cart, cartWrite, batchCall{
+		head: s.sessionArgs(s.nowMs(), cartLimits...),
+		keys: []string{key},
+		args: []string{item, itoa(n), mode},
+	})
+	s.cartOrValuesWritten(key)
+	if err != nil {
+		return 0, 0, err
 	}
+	reply, err := msg.ToArray()
+	if err != nil {
+		return 0, 0, err
+	}
+	st, err := status(reply)
+	if err != nil || st == driver.NoSession {
+		return 0, st, err
+	}
+	if len(reply) < 4 {
+		return 0, 0, errShortReply
+	}
+	count, err1 := reply[1].AsInt64()
+	user, err2 := reply[2].ToString()
+	created, err3 := reply[3].AsInt64()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return 0, 0, err
+	}
+	// A session its user logged out of everywhere is absent: it goes, and
+	// what was just written with it.
+	if out, err := s.endIfRevoked(ctx, token, user, created); out || err != nil {
+		return 0, driver.NoSession, err
+	}
+	return int(count), st, nil
 }
 
-// AddToCart implements driver.Store with a read of the session (from the
-// tracker's table or through the client-side cache, see liveSession) and
-// one script on its slot.
+// AddToCart implements driver.Store with one script on the session's slot.
 func (s *store) AddToCart(ctx context.Context, token, item string, count int) (driver.Status, error) {
 	_, st, err := s.writeCart(ctx, token, item, count, "set")
 	return st, err
 }
 
-// IncrementCart implements driver.Store as AddToCart does.
+// IncrementCart implements driver.Store with one script on the session's
+// slot.
 func (s *store) IncrementCart(ctx context.Context, token, item string, n int) (int, driver.Status, error) {
 	return s.writeCart(ctx, token, item, n, "add")
 }

@@ -62,15 +62,13 @@
 // slot, and the writes to the index and the users' indexes follow or
 // accompany it.
 //
-// What a request writes is decided by the process where it can be, from
-// the session it read (from the tracker's table, or through the
-// client-side cache): a RefreshSession within TouchEvery that views a new
-// item (view.lua) and every cart write (cart.lua) send a script that only
-// checks that the session still holds the login (and the recent items) the
-// process read, and writes what the process computed. A session that holds
-// something else is written by nothing: a visit is then left to the script
-// that decides on the server, and a cart write reads the session again.
-// The server, which every process shares, then spends about half of what
+// A RefreshSession within TouchEvery that views a new item is decided by
+// the process, from the session it read (from the tracker's table, or
+// through the client-side cache): view.lua only checks that the session
+// still holds the login and the recent items the process read, and writes
+// the seen stamp and the recent items the process computed. A session that
+// holds something else is written by nothing, and refresh.lua decides on
+// the server. Such a visit costs the server about three quarters of what
 // deciding there costs (docs/performance.md).
 //
 // # Expiry, TouchEvery and key TTLs

@@ -257,29 +257,3 @@ func TestSessionTable_ALostCleaningReplyDropsTheSessions(t *testing.T) {
 		t.Fatalf("CheckToken(old) after the lost cleaning = %v, %v; want no session", ok, err)
 	}
 }
-
-// TestSessionTable_ACartWriteOverAStaleSessionReadsItAgain: a cart write
-// decides on the session the process holds and writes only over the login
-// it read; when A's table still holds a login that B has since replaced
-// (A is deaf to the server's message here), the write is refused on the
-// server, and A reads the session again and writes over the login it now
-// holds, rather than report that there is no session.
-func TestSessionTable_ACartWriteOverAStaleSessionReadsItAgain(t *testing.T) {
-	a, b := tableProcesses(t, "tok")
-	rueidisbackend.DeafToSessions(a)
-	if err := b.UpdateToken(bg, "tok", "bob", ""); err != nil {
-		t.Fatal(err)
-	}
-	if user, _, _ := a.CheckToken(bg, "tok"); user != "alice" {
-		t.Fatalf("A's CheckToken = %q, want alice: the test needs A to hold the old login", user)
-	}
-	if err := a.AddToCart(bg, "tok", "kettle", 2); err != nil {
-		t.Fatalf("AddToCart over a login A holds no longer = %v, want nil", err)
-	}
-	if cart, err := b.Cart(bg, "tok"); err != nil || cart["kettle"] != 2 {
-		t.Fatalf("B's Cart = %v, %v; want kettle: 2", cart, err)
-	}
-	if user, ok, err := a.CheckToken(bg, "tok"); user != "bob" || !ok || err != nil {
-		t.Fatalf("A's CheckToken after the write = %q, %v, %v; want bob's session", user, ok, err)
-	}
-}
