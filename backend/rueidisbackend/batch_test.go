@@ -247,7 +247,7 @@ func TestBatch_WriteWhoseCallerLeftInFlightIsReadBack(t *testing.T) {
 	const rounds = 300
 	// view.lua takes the visits the process can decide (see
 	// RefreshSession); with TouchEvery negative every visit is left to
-	// refresh.lua.
+	// refresh.lua or update.lua.
 	everyVisit := rueidisbackend.Options{TouchEvery: -1}
 	refresh := func(ctx context.Context, s *rueidisbackend.Store, tok string, round int) error {
 		_, _, err := s.RefreshSession(ctx, tok, fmt.Sprintf("item-%d", round))
@@ -278,6 +278,7 @@ func TestBatch_WriteWhoseCallerLeftInFlightIsReadBack(t *testing.T) {
 		{name: "RefreshSessionTouchingEveryVisit", opts: everyVisit, dummy: refreshDummy, write: refresh, read: firstRecent, want: itemOf},
 		{
 			name:    "UpdateToken",
+			opts:    everyVisit,
 			between: true,
 			dummy: func(s *rueidisbackend.Store, i int) error {
 				return s.UpdateToken(bg, fmt.Sprintf("dummy-%d", i), "user-start", "")

@@ -64,12 +64,14 @@
 //
 // A RefreshSession within TouchEvery that views a new item is decided by
 // the process, from the session it read (from the tracker's table, or
-// through the client-side cache): view.lua only checks that the session
-// still holds the login and the recent items the process read, and writes
-// the seen stamp and the recent items the process computed. A session that
-// holds something else is written by nothing, and refresh.lua decides on
-// the server. Such a visit costs the server about three quarters of what
-// deciding there costs (docs/performance.md).
+// through the client-side cache), and so is an UpdateToken within
+// TouchEvery of the session's own user that the table holds (after a
+// CheckToken, as in the book's requests): view.lua only checks that the
+// session still holds the login and the recent items the process read,
+// and writes the seen stamp and the recent items the process computed. A
+// session that holds something else is written by nothing, and refresh.lua
+// or update.lua decides on the server. Such a visit costs the server about
+// three quarters of what deciding there costs (docs/performance.md).
 //
 // # Expiry, TouchEvery and key TTLs
 //

@@ -16,6 +16,9 @@ func SetRenewHook(s *Store, hook func() error) { s.d.renewHook = hook }
 // before s is used.
 func SetBatchHook(s *Store, hook func(calls int)) { s.d.batchHook = hook }
 
+// SetViewHook makes hook run whenever view.lua wrote a visit of s.
+func SetViewHook(s *Store, hook func()) { s.d.viewHook = hook }
+
 // MaxInFlight is how many batches of one script are on their way at once.
 const MaxInFlight = maxInFlight
 

@@ -257,3 +257,39 @@ func TestSessionTable_ALostCleaningReplyDropsTheSessions(t *testing.T) {
 		t.Fatalf("CheckToken(old) after the lost cleaning = %v, %v; want no session", ok, err)
 	}
 }
+
+// TestSessionTable_UpdateTokenOfAHeldSessionIsDecidedByTheProcess: the
+// book's request reads the session (CheckToken) and then writes the visit
+// (UpdateToken); with the session in the table, the process decides the
+// visit and sends view.lua. A session the table does not hold, or one of
+// another user, is left to update.lua, which reads nothing first.
+func TestSessionTable_UpdateTokenOfAHeldSessionIsDecidedByTheProcess(t *testing.T) {
+	a, b := tableProcesses(t, "tok")
+	var views atomic.Int64
+	rueidisbackend.SetViewHook(a, func() { views.Add(1) })
+	if err := a.UpdateToken(bg, "tok", "alice", "kettle"); err != nil {
+		t.Fatal(err)
+	}
+	if n := views.Load(); n != 1 {
+		t.Fatalf("UpdateToken of a held session: view.lua wrote %d visits, want 1", n)
+	}
+	if items, err := b.RecentItems(bg, "tok"); err != nil || len(items) != 1 || items[0] != "kettle" {
+		t.Fatalf("B's RecentItems = %v, %v; want [kettle]", items, err)
+	}
+	// Its own write dropped it from A's table.
+	if err := a.UpdateToken(bg, "tok", "alice", "teapot"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.CheckToken(bg, "tok"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.UpdateToken(bg, "tok", "bob", "cup"); err != nil {
+		t.Fatal(err)
+	}
+	if n := views.Load(); n != 1 {
+		t.Fatalf("view.lua wrote %d visits, want 1: a session not held, or another user's, is update.lua's", n)
+	}
+	if items, err := b.RecentItems(bg, "tok"); err != nil || !slices.Equal(items, []string{"cup", "teapot", "kettle"}) {
+		t.Fatalf("B's RecentItems after bob's login = %v, %v; want [cup teapot kettle]", items, err)
+	}
+}

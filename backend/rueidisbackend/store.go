@@ -158,6 +158,8 @@ type store struct {
 	// batchHook, if set (by tests), runs before a batch is sent (batch.go),
 	// with its number of calls.
 	batchHook func(calls int)
+	// viewHook, if set (by tests), runs when view.lua wrote a visit.
+	viewHook func()
 
 	own    ownWrites
 	hits   atomic.Uint64

@@ -1,12 +1,12 @@
--- view.lua: a visit that RefreshSession can decide in the process, for
--- one or more sessions in one step (see batch.go). The caller
+-- view.lua: a visit that RefreshSession or UpdateToken can decide in the
+-- process, for one or more sessions in one step (see batch.go). The caller
 -- read the session's login and recent items (from the tracker's table or
 -- through the client-side cache), found it surely live and its login
 -- written less than TOUCH ago, and computed the recent items with the
 -- item viewed. The seen stamp and those recent items are written only if
 -- the session still holds the login and recent items the caller read;
--- otherwise nothing is, and the caller runs refresh.lua, which decides
--- on the server. Nothing else a visit within TOUCH writes:
+-- otherwise nothing is, and the caller runs refresh.lua or update.lua,
+-- which decide on the server. Nothing else a visit within TOUCH writes:
 -- the login, the key's TTL and the index entries stay (see refresh.lua).
 --
 -- KEYS: per call, the session.
