@@ -95,3 +95,50 @@ func TestViewed_WritesOnlyOverWhatItRead(t *testing.T) {
 		t.Fatalf("viewed of a session due to be touched = %v, %v; want false, nil", ok, err)
 	}
 }
+
+// TestViewed_WritesTheVisitOverWhatItRead: over the session as the process
+// read it, view.lua writes the visit: the recent items with the item, and
+// the seen stamp, which never goes back (another process's clock may run
+// ahead). A view.lua that wrote nothing would pass every other test, as
+// RefreshSession then decides on the server.
+func TestViewed_WritesTheVisitOverWhatItRead(t *testing.T) {
+	mr, c := miniredisServer(t)
+	clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC))
+	st, err := New(c, Options{Prefix: "v:", Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ctx := st.d, context.Background()
+	const token = "0123456789abcdef0123456789abcdef"
+	key := s.k.session(token)
+	if err := s.UpdateToken(ctx, token, "alice", "i1"); err != nil {
+		t.Fatal(err)
+	}
+	before := mr.HGet(key, "seen")
+	clock.Advance(time.Second)
+	l, recent, _, err := s.cachedSession(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.viewed(ctx, key, l, recent, "i2"); !ok || err != nil {
+		t.Fatalf("viewed over what it read = %v, %v; want true, nil", ok, err)
+	}
+	if got := mr.HGet(key, "recent"); got != "i1\ni2\n" {
+		t.Errorf("recent after a view = %q, want %q", got, "i1\ni2\n")
+	}
+	if got := mr.HGet(key, "seen"); got == before {
+		t.Errorf("seen after a view a second later = %q, unchanged", got)
+	}
+	if got := mr.HGet(key, "login"); got != l.raw {
+		t.Errorf("login after a view = %q, want %q unchanged", got, l.raw)
+	}
+	ahead := formatStamp(float64(clock.Now().Add(time.Hour).UnixMilli()))
+	mr.HSet(key, "seen", ahead)
+	l, recent, _, _ = s.cachedSession(ctx, key)
+	if ok, err := s.viewed(ctx, key, l, recent, "i3"); !ok || err != nil {
+		t.Fatalf("viewed over what it read = %v, %v; want true, nil", ok, err)
+	}
+	if got := mr.HGet(key, "seen"); got != ahead {
+		t.Errorf("seen after a view behind it = %q, want %q kept", got, ahead)
+	}
+}
