@@ -398,9 +398,11 @@ func (m *SessionManager) Renew(ctx context.Context, w http.ResponseWriter) (Sess
 	if err != nil {
 		return Session{}, err
 	}
-	value, err := m.cookieValue(s)
+	var value string
 	if choice.until != nil {
 		value, err = m.cookieValueUntil(s, *choice.until)
+	} else {
+		value, err = m.cookieValue(s)
 	}
 	if err != nil {
 		return Session{}, err

@@ -107,6 +107,12 @@ func (o *ownWrites) wroteArray(r record, elems []rueidis.RedisMessage) {
 // now hold vals, "" standing for an absent field: as wroteArray does for a
 // reply of those fields.
 func (o *ownWrites) wroteStrings(r record, vals ...string) {
+	o.put(r, written{sum: digestStrings(vals...)})
+}
+
+// digestStrings is digestArray of an array reply of vals, "" standing for
+// nil.
+func digestStrings(vals ...string) uint64 {
 	var h maphash.Hash
 	h.SetSeed(digestSeed)
 	h.WriteString("array\x00")
@@ -118,7 +124,7 @@ func (o *ownWrites) wroteStrings(r record, vals ...string) {
 		}
 		h.WriteByte(0)
 	}
-	o.put(r, written{sum: h.Sum64()})
+	return h.Sum64()
 }
 
 // deleted records that the key r names no longer exists.

@@ -226,14 +226,16 @@ var viewSession = sessionScript(viewSrc)
 // server, which every process shares, to the process (see
 // docs/performance.md).
 func (s *store) viewed(ctx context.Context, key string, l login, recent, item string) (ok bool, err error) {
-	if !s.untouched(l, s.nowMs()) {
+	// One reading of the clock decides and stamps, so that the visit is
+	// written within TouchEvery of the login it was decided on.
+	stamp, now := s.nextStamp()
+	if !s.untouched(l, now) {
 		return false, nil
 	}
 	newRecent, changed := withItem(recent, item, s.limitN)
 	if !changed {
 		newRecent = ""
 	}
-	stamp, now := s.nextStamp()
 	msg, err := s.runBatched(ctx, s.batches.view, viewSession, batchCall{
 		head: s.sessionArgs(now),
 		keys: []string{key},
@@ -291,14 +293,14 @@ var updateToken = sessionScript(updateSrc)
 // which also writes the indexes, or, for a visit of the session's own user
 // within TouchEvery that the tracker's table holds, one call of view.lua
 // (see viewed). It reads nothing first: a read would cost a round trip
-// more than the script does (docs/performance.md). In a cluster the script runs on the
-// session's slot, and the indexes, on slots of their own, are written in a
-// second round trip when they change: the session index when the login was
-// written (the session is new, changed user, or was last written
-// TouchEvery ago), the user's when the session is new or changed user. So
-// most calls leave the index's master alone, and a cluster spreads them.
-// A call that changes a live session's user then reads the old user's
-// last LogoutUser through the client-side cache.
+// more than the script does (docs/performance.md). In a cluster the script
+// runs on the session's slot, and the indexes, on slots of their own, are
+// written in a second round trip when they change: the session index when
+// the login was written (the session is new, changed user, or was last
+// written TouchEvery ago), the user's when the session is new or changed
+// user. So most calls leave the index's master alone, and a cluster
+// spreads them. A call that changes a live session's user then reads the
+// old user's last LogoutUser through the client-side cache.
 func (s *store) UpdateToken(ctx context.Context, token, user, item string) error {
 	was, err := s.updateToken(ctx, token, user, item)
 	if was.user == "" {

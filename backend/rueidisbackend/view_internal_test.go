@@ -47,8 +47,8 @@ return withItem(ARGV[1] ~= '' and ARGV[1] or nil, ARGV[2], tonumber(ARGV[3])) or
 
 // TestViewed_WritesOnlyOverWhatItRead: view.lua writes a visit only over
 // the login and recent items the process read; over anything else it
-// writes nothing and says so, and RefreshSession then decides on the
-// server, losing no item.
+// writes nothing and says so. (A RefreshSession that falls back to
+// refresh.lua is TestRefreshSession_ViewOverAStaleReadIsDecidedOnTheServer.)
 func TestViewed_WritesOnlyOverWhatItRead(t *testing.T) {
 	mr, c := miniredisServer(t)
 	clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC))
@@ -140,5 +140,28 @@ func TestViewed_WritesTheVisitOverWhatItRead(t *testing.T) {
 	}
 	if got := mr.HGet(key, "seen"); got != ahead {
 		t.Errorf("seen after a view behind it = %q, want %q kept", got, ahead)
+	}
+}
+
+// TestDigestStrings_AsDigestArray: what view.lua's caller records of its
+// write (wroteStrings) is what a read of the same fields would answer
+// (digestArray of an HMGET reply), absent fields too; a record that
+// disagreed would send every read to the server until the cache caught up.
+func TestDigestStrings_AsDigestArray(t *testing.T) {
+	mr, c := miniredisServer(t)
+	for i, f := range [][2]string{{tableLogin, "a\nb\n"}, {tableLogin, ""}, {"x", "y\n"}} {
+		key := "d:" + i64(int64(i))
+		mr.HSet(key, "login", f[0])
+		if f[1] != "" {
+			mr.HSet(key, "recent", f[1])
+		}
+		reply, err := c.Do(context.Background(), c.B().Hmget().Key(key).Field("login", "recent").Build()).ToArray()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, ok := digestArray(reply)
+		if got := digestStrings(f[0], f[1]); !ok || got != want {
+			t.Errorf("digestStrings(%q, %q) = %x, digestArray of the reply = %x, %v", f[0], f[1], got, want, ok)
+		}
 	}
 }
