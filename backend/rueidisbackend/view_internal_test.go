@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
 	"github.com/retailkit/retail"
 )
@@ -50,18 +51,8 @@ return withItem(ARGV[1] ~= '' and ARGV[1] or nil, ARGV[2], tonumber(ARGV[3])) or
 // writes nothing and says so. (A RefreshSession that falls back to
 // refresh.lua is TestRefreshSession_ViewOverAStaleReadIsDecidedOnTheServer.)
 func TestViewed_WritesOnlyOverWhatItRead(t *testing.T) {
-	mr, c := miniredisServer(t)
-	clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC))
-	st, err := New(c, Options{Prefix: "v:", Clock: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, ctx := st.d, context.Background()
-	const token = "0123456789abcdef0123456789abcdef"
-	key := s.k.session(token)
-	if err := s.UpdateToken(ctx, token, "alice", "i1"); err != nil {
-		t.Fatal(err)
-	}
+	mr, clock, s, token, key := viewedSession(t)
+	ctx := context.Background()
 	l, recent, found, err := s.cachedSession(ctx, key)
 	if !found || err != nil {
 		t.Fatalf("cachedSession = %v, %v", found, err)
@@ -102,18 +93,8 @@ func TestViewed_WritesOnlyOverWhatItRead(t *testing.T) {
 // ahead). A view.lua that wrote nothing would pass every other test, as
 // RefreshSession then decides on the server.
 func TestViewed_WritesTheVisitOverWhatItRead(t *testing.T) {
-	mr, c := miniredisServer(t)
-	clock := retail.NewManualClock(time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC))
-	st, err := New(c, Options{Prefix: "v:", Clock: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, ctx := st.d, context.Background()
-	const token = "0123456789abcdef0123456789abcdef"
-	key := s.k.session(token)
-	if err := s.UpdateToken(ctx, token, "alice", "i1"); err != nil {
-		t.Fatal(err)
-	}
+	mr, clock, s, _, key := viewedSession(t)
+	ctx := context.Background()
 	before := mr.HGet(key, "seen")
 	clock.Advance(time.Second)
 	l, recent, _, err := s.cachedSession(ctx, key)
@@ -164,4 +145,22 @@ func TestDigestStrings_AsDigestArray(t *testing.T) {
 			t.Errorf("digestStrings(%q, %q) = %x, digestArray of the reply = %x, %v", f[0], f[1], got, want, ok)
 		}
 	}
+}
+
+// viewedSession returns a Store's driver on miniredis, at a manual clock,
+// with alice's session under token (its key, key) viewing item i1.
+func viewedSession(t *testing.T) (mr *miniredis.Miniredis, clock *retail.ManualClock, s *store, token, key string) {
+	t.Helper()
+	mr, c := miniredisServer(t)
+	clock = retail.NewManualClock(time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC))
+	st, err := New(c, Options{Prefix: "v:", Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, token = st.d, "0123456789abcdef0123456789abcdef"
+	key = s.k.session(token)
+	if err := s.UpdateToken(context.Background(), token, "alice", "i1"); err != nil {
+		t.Fatal(err)
+	}
+	return mr, clock, s, token, key
 }
