@@ -112,7 +112,7 @@ func BenchmarkScriptInstructions(b *testing.B) {
 		{"View", s.batches.view, func(int) batchCall {
 			i := nextView % sessions
 			nextView++
-			recent, changed := withItem(recents[i], item(), s.limitN)
+			recent, changed := withItem(recents[i], item(), s.limit)
 			if !changed {
 				recent = ""
 			}

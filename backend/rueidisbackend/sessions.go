@@ -182,9 +182,9 @@ func (s *store) RefreshSession(ctx context.Context, token, item string) (string,
 // argument after the settings says.
 func (s *store) sessionCall(now int64, key string, args ...string) batchCall {
 	if s.cluster {
-		return batchCall{head: s.sessionArgs(now, "0", s.limit), keys: []string{key}, args: args}
+		return batchCall{head: s.sessionArgs(now, "0", s.limitArg), keys: []string{key}, args: args}
 	}
-	return batchCall{shared: []string{s.k.index()}, head: s.sessionArgs(now, "1", s.limit), keys: []string{key}, args: args}
+	return batchCall{shared: []string{s.k.index()}, head: s.sessionArgs(now, "1", s.limitArg), keys: []string{key}, args: args}
 }
 
 // quiet reports whether a visit of the session whose login is l and
@@ -193,14 +193,14 @@ func (s *store) sessionCall(now int64, key string, args ...string) batchCall {
 // lifetime), its login was written less than TouchEvery ago, and item is
 // "" or its newest recent item.
 func (s *store) quiet(l login, recent, item string) bool {
-	if !s.untouched(l, s.nowMs()) {
-		return false
-	}
-	if item == "" {
-		return true
-	}
-	items := recentOf(recent)
-	return len(items) > 0 && items[0] == item
+	return s.untouched(l, s.nowMs()) && (item == "" || newest(recent) == item)
+}
+
+// newest returns the newest of the recent items recent (as a session's
+// recent field holds them, see withItem), "" if there are none.
+func newest(recent string) string {
+	rest := strings.TrimSuffix(recent, "\n")
+	return rest[strings.LastIndexByte(rest, '\n')+1:]
 }
 
 // untouched reports whether the session whose login is l is surely live
@@ -232,7 +232,7 @@ func (s *store) viewed(ctx context.Context, key string, l login, recent, item st
 	if !s.untouched(l, now) {
 		return false, nil
 	}
-	newRecent, changed := withItem(recent, item, s.limitN)
+	newRecent, changed := withItem(recent, item, s.limit)
 	if !changed {
 		newRecent = ""
 	}
@@ -267,15 +267,12 @@ func (s *store) viewed(ctx context.Context, key string, l login, recent, item st
 // moved last, keeping at most limit, as withItem in session.lua does;
 // changed is false if they stay as they are: item is "" or their newest.
 func withItem(recent, item string, limit int) (string, bool) {
-	if item == "" {
+	if item == "" || newest(recent) == item {
 		return recent, false
 	}
 	var items []string
 	if recent != "" {
 		items = strings.Split(strings.TrimSuffix(recent, "\n"), "\n")
-	}
-	if len(items) > 0 && items[len(items)-1] == item {
-		return recent, false
 	}
 	if i := slices.Index(items, item); i >= 0 {
 		items = slices.Delete(items, i, i+1)
@@ -329,24 +326,15 @@ func (s *store) UpdateToken(ctx context.Context, token, user, item string) error
 // changed the user of a live session, was is that session's login before,
 // whether or not the index writes after it failed.
 func (s *store) updateToken(ctx context.Context, token, user, item string) (was login, err error) {
+	key := s.k.session(token)
+	if ok, err := s.viewHeld(ctx, key, user, item); ok || err != nil {
+		return login{}, err
+	}
 	// A session of user logged in before user's last LogoutUser is
 	// absent: the script replaces it by a new one, as an expired one. (A
 	// session of another user, this call logs in again.) On a single
 	// server the script reads the instant itself; a cluster keeps it on
 	// the user's slot, so it is read here, through the client-side cache.
-	key := s.k.session(token)
-	// A visit of the session's own user that the tracker's table holds
-	// (the book's request calls CheckToken first) is one the process can
-	// decide, without a round trip more (see viewed).
-	if e, held := s.tracker.session(recordOf(key)); held && e.l.user == user {
-		if revoked, err := s.revoked(ctx, user, e.l.created); err != nil {
-			return login{}, err
-		} else if !revoked {
-			if ok, err := s.viewed(ctx, key, e.l, e.recent, item); ok || err != nil {
-				return login{}, err
-			}
-		}
-	}
 	out := ""
 	if s.cluster {
 		var err error
@@ -378,6 +366,22 @@ func (s *store) updateToken(ctx context.Context, token, user, item string) (was 
 		return was, s.send(ctx, more)
 	}
 	return was, s.indexUpdated(ctx, token, user, u, more)
+}
+
+// viewHeld writes, with view.lua (see viewed), UpdateToken's visit of the
+// session in key by user, viewing item, if the tracker's table holds that
+// session, of user, and user did not log out of it everywhere: the book's
+// request calls CheckToken first, so the process can decide the visit
+// without a round trip more. ok is false if nothing was written.
+func (s *store) viewHeld(ctx context.Context, key, user, item string) (ok bool, err error) {
+	e, held := s.tracker.session(recordOf(key))
+	if !held || e.l.user != user {
+		return false, nil
+	}
+	if revoked, err := s.revoked(ctx, user, e.l.created); revoked || err != nil {
+		return false, err
+	}
+	return s.viewed(ctx, key, e.l, e.recent, item)
 }
 
 // updated is what update.lua answers for a call, but for the login and

@@ -129,8 +129,8 @@ type store struct {
 	cleanups cleanups // work failed calls leave behind (see SetScheduledRow, RenewSession)
 	k        keys
 	clock    retail.Clock
-	limit    string // RecentLimit, formatted for scripts
-	limitN   int    // RecentLimit
+	limit    int    // RecentLimit
+	limitArg string // RecentLimit, formatted for scripts
 	cacheTTL time.Duration
 	ttlSlack time.Duration
 	idle     int64 // IdleTimeout in ms
@@ -214,8 +214,8 @@ func New(c rueidis.Client, opts Options) (*Store, error) {
 		c:        c,
 		k:        newKeys(opts.Prefix),
 		clock:    opts.Clock,
-		limit:    strconv.Itoa(opts.RecentLimit),
-		limitN:   opts.RecentLimit,
+		limit:    opts.RecentLimit,
+		limitArg: strconv.Itoa(opts.RecentLimit),
 		cacheTTL: opts.CacheTTL,
 		ttlSlack: opts.TTLSlack,
 		idle:     times.Idle,
