@@ -117,8 +117,7 @@ func BenchmarkScriptInstructions(b *testing.B) {
 				recent = ""
 			}
 			stamp, now := s.nextStamp()
-			c := batchCall{head: s.sessionArgs(now), keys: []string{s.k.session(token(i))},
-				args: []string{logins[i], recents[i], seenValue(stamp, now), recent}}
+			c := s.viewCall(now, s.k.session(token(i)), logins[i], recents[i], seenValue(stamp, now), recent)
 			if changed {
 				recents[i] = recent
 			}

@@ -236,11 +236,7 @@ func (s *store) viewed(ctx context.Context, key string, l login, recent, item st
 	if !changed {
 		newRecent = ""
 	}
-	msg, err := s.runBatched(ctx, s.batches.view, viewSession, batchCall{
-		head: s.sessionArgs(now),
-		keys: []string{key},
-		args: []string{l.raw, recent, seenValue(stamp, now), newRecent},
-	})
+	msg, err := s.runBatched(ctx, s.batches.view, viewSession, s.viewCall(now, key, l.raw, recent, seenValue(stamp, now), newRecent))
 	if err != nil {
 		// The script may have run all the same (see updateToken).
 		s.sessionWritten(key, false)
@@ -260,6 +256,13 @@ func (s *store) viewed(ctx context.Context, key string, l login, recent, item st
 	s.own.wroteStrings(r, l.raw, recent)
 	s.own.changed(r.all())
 	return true, nil
+}
+
+// viewCall is the call of view.lua, at the clock's ms now, for the
+// session in key read as holding login and recent, writing seen and
+// newRecent ("" to leave the recent items).
+func (s *store) viewCall(now int64, key, login, recent, seen, newRecent string) batchCall {
+	return batchCall{head: s.sessionArgs(now), keys: []string{key}, args: []string{login, recent, seen, newRecent}}
 }
 
 // withItem returns the recent items recent (as a session's recent field
