@@ -2,7 +2,6 @@ package retailhttp_test
 
 import (
 	"context"
-	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -110,16 +109,4 @@ func TestLoginWith_ConcurrentLoginsKeepTheirOwnChoice(t *testing.T) {
 			}
 		})
 	}
-}
-
-// setCookie returns the session cookie resp sets, persistent or not.
-func setCookie(t *testing.T, resp *http.Response) *http.Cookie {
-	t.Helper()
-	for _, c := range resp.Cookies() {
-		if c.Name == retailhttp.DefaultSessionCookie && c.Value != "" {
-			return c
-		}
-	}
-	t.Fatalf("response sets no %s cookie; Set-Cookie: %q", retailhttp.DefaultSessionCookie, resp.Header["Set-Cookie"])
-	return nil
 }

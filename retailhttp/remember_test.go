@@ -67,13 +67,19 @@ func newRememberRigWith(t *testing.T, mode func(retail.Clock) retailhttp.Session
 // response sets, failing the test if it sets none.
 func (r *rememberRig) do(target string, c *http.Cookie) *http.Cookie {
 	r.t.Helper()
-	resp := post(r.t, r.h, target, cookies(c)...)
-	for _, got := range resp.Cookies() {
-		if got.Name == retailhttp.DefaultSessionCookie && got.Value != "" {
-			return got
+	return setCookie(r.t, post(r.t, r.h, target, cookies(c)...))
+}
+
+// setCookie returns the session cookie resp sets, persistent or not,
+// failing the test if it sets none.
+func setCookie(t *testing.T, resp *http.Response) *http.Cookie {
+	t.Helper()
+	for _, c := range resp.Cookies() {
+		if c.Name == retailhttp.DefaultSessionCookie && c.Value != "" {
+			return c
 		}
 	}
-	r.t.Fatalf("POST %s set no session cookie; Set-Cookie: %q", target, resp.Header["Set-Cookie"])
+	t.Fatalf("response sets no %s cookie; Set-Cookie: %q", retailhttp.DefaultSessionCookie, resp.Header["Set-Cookie"])
 	return nil
 }
 
