@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/retailkit/retail"
 )
 
@@ -49,16 +48,6 @@ func (h *harness) wantEmptyValue(token, key string) {
 	h.t.Helper()
 	if v, ok := h.value(token, key); !ok || v == nil || len(v) != 0 {
 		h.t.Errorf("Value(%q, %q) = %#v, %v, want []byte{}, true", token, key, v, ok)
-	}
-}
-
-// wantStateAsBefore asserts that the store reads as before, as
-// wantUnchanged does, but without claiming the seeded row: it can check
-// after each of several calls.
-func (h *harness) wantStateAsBefore(before state, call string) {
-	h.t.Helper()
-	if diff := cmp.Diff(before, h.state(), equateEmpty); diff != "" {
-		h.t.Errorf("%s wrote to the store (-before +after):\n%s", call, diff)
 	}
 }
 

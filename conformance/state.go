@@ -97,13 +97,21 @@ func (h *harness) state() state {
 	return st
 }
 
-// wantUnchanged asserts that the store reads as before, and that the row
-// seed scheduled is still due and unclaimed; call reads like "op(args)".
-func (h *harness) wantUnchanged(before state, call string) {
+// wantStateAsBefore asserts that the store reads as before, as
+// wantUnchanged does, but without claiming the seeded row: it can check
+// after each of several calls.
+func (h *harness) wantStateAsBefore(before state, call string) {
 	h.t.Helper()
 	if diff := cmp.Diff(before, h.state(), equateEmpty); diff != "" {
 		h.t.Errorf("%s wrote to the store (-before +after):\n%s", call, diff)
 	}
+}
+
+// wantUnchanged asserts that the store reads as before, and that the row
+// seed scheduled is still due and unclaimed; call reads like "op(args)".
+func (h *harness) wantUnchanged(before state, call string) {
+	h.t.Helper()
+	h.wantStateAsBefore(before, call)
 	if diff := cmp.Diff([]string{"row-a"}, h.claim(retail.MaxClaimRows), equateEmpty); diff != "" {
 		h.t.Errorf("ClaimDueRows(%d) after %s mismatch (-want +got):\n%s", retail.MaxClaimRows, call, diff)
 	}
