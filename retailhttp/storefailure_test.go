@@ -168,6 +168,7 @@ func TestLoginWith_RecordsItsChoiceWithTheSession(t *testing.T) {
 		{"Guest/RememberMe", guestCookie, retailhttp.LoginOptions{Lifetime: 30 * day}, remember},
 		{"Remembered/BrowserSession", rememberedAlice, retailhttp.LoginOptions{Lifetime: day, BrowserSession: true}, browser},
 		{"Remembered/Login", rememberedAlice, retailhttp.LoginOptions{}, login},
+		{"Browser/RememberMe", browserAlice, retailhttp.LoginOptions{Lifetime: 30 * day}, remember},
 	} {
 		for _, mode := range cookieModes {
 			t.Run(tc.name+"/"+mode.name, func(t *testing.T) {
@@ -178,6 +179,13 @@ func TestLoginWith_RecordsItsChoiceWithTheSession(t *testing.T) {
 				c := r.do("/login?user=alice", old)
 				r.failing.fail = nil
 				wantCookie(t, "the login's cookie", c, tc.maxAge)
+				// Only a browser-session login in signed-cookie mode
+				// records its signed expiry; any other drops an earlier
+				// login's.
+				signed := tc.opts.BrowserSession && mode.name == "SignedCookie"
+				if _, ok, err := r.s.Value(context.Background(), r.token(c), "retailhttp:signed-until"); ok != signed || err != nil {
+					t.Errorf(`the session's Value("retailhttp:signed-until") = %v, %v; want %v, nil`, ok, err, signed)
+				}
 				wantCookie(t, "Renew after the login", r.do("/renew", c), tc.maxAge)
 				r.wantSessionCount("after the login", 1)
 			})
@@ -228,6 +236,12 @@ func guestCookie(r *rememberRig) *http.Cookie {
 // rememberedAlice logs alice in for 30 days, with a persistent cookie.
 func rememberedAlice(r *rememberRig) *http.Cookie {
 	r.opts = retailhttp.LoginOptions{Lifetime: 30 * day}
+	return r.do("/login?user=alice", nil)
+}
+
+// browserAlice logs alice in for a day, with a browser-session cookie.
+func browserAlice(r *rememberRig) *http.Cookie {
+	r.opts = retailhttp.LoginOptions{Lifetime: day, BrowserSession: true}
 	return r.do("/login?user=alice", nil)
 }
 
