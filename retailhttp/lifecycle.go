@@ -399,8 +399,8 @@ func (m *SessionManager) Renew(ctx context.Context, w http.ResponseWriter) (Sess
 		return Session{}, err
 	}
 	var value string
-	if choice.until != nil {
-		value, err = m.cookieValueUntil(s, *choice.until)
+	if !choice.until.IsZero() {
+		value, err = m.cookieValueUntil(s, choice.until)
 	} else {
 		value, err = m.cookieValue(s)
 	}
@@ -420,7 +420,7 @@ func (m *SessionManager) Renew(ctx context.Context, w http.ResponseWriter) (Sess
 	switch {
 	case choice.browser:
 		sendCookie(w, m.cookie(value, 0))
-	case choice.until != nil:
+	case !choice.until.IsZero():
 		left := choice.until.Sub(m.opts.Clock.Now())
 		sendCookie(w, m.cookie(value, max(int(left/time.Second), 1)))
 	default:
@@ -431,11 +431,12 @@ func (m *SessionManager) Renew(ctx context.Context, w http.ResponseWriter) (Sess
 
 // loginChoice is the choice of cookie a login recorded (see cookieKey):
 // a browser-session cookie or not, and the expiry the new cookie keeps,
-// in its signature too, if the login chose one, so that a Renew neither
-// moves the signed bound past what LoginWith chose nor cuts it short.
+// in its signature too, if the login chose one (zero if not), so that a
+// Renew neither moves the signed bound past what LoginWith chose nor cuts
+// it short.
 type loginChoice struct {
 	browser bool
-	until   *time.Time
+	until   time.Time
 }
 
 // readLoginChoice reads the choice of cookie the login of token recorded. A
@@ -446,26 +447,24 @@ func (m *SessionManager) readLoginChoice(ctx context.Context, token string) (log
 	if err != nil || !found {
 		return loginChoice{}, err
 	}
-	if string(kind) == browserKind {
-		if m.signer == nil {
-			return loginChoice{browser: true}, nil
+	if string(kind) != browserKind {
+		until, ok := parseInstant(kind)
+		if !ok {
+			return loginChoice{}, nil
 		}
-		// In signed-cookie mode, the login's expiry if LoginWith recorded
-		// it, else MaxAge from now.
-		v, found, err := m.store.Value(ctx, token, signedUntilKey)
-		if err != nil {
-			return loginChoice{}, err
-		}
-		if until, ok := parseInstant(v); found && ok {
-			return loginChoice{browser: true, until: &until}, nil
-		}
-		return loginChoice{browser: true}, nil
+		return loginChoice{until: until}, nil
 	}
-	until, ok := parseInstant(kind)
-	if !ok {
-		return loginChoice{}, nil
+	c := loginChoice{browser: true}
+	if m.signer == nil {
+		return c, nil
 	}
-	return loginChoice{until: &until}, nil
+	// In signed-cookie mode, the login's expiry if LoginWith recorded it,
+	// else MaxAge from now.
+	v, found, err := m.store.Value(ctx, token, signedUntilKey)
+	if until, ok := parseInstant(v); found && ok && err == nil {
+		c.until = until
+	}
+	return c, err
 }
 
 // instantValue and parseInstant write and read the instants LoginWith
